@@ -1,0 +1,10 @@
+// Compiles src/bpf/main.bpf.c into a skeleton and generates Rust bindings for
+// src/bpf/intf.h, the one header BPF and userspace share.
+fn main() {
+    scx_cargo::BpfBuilder::new()
+        .unwrap()
+        .enable_intf("src/bpf/intf.h", "bpf_intf.rs")
+        .enable_skel("src/bpf/main.bpf.c", "bpf")
+        .build()
+        .unwrap();
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Topology-ordered idle CPU pick for ops.select_cpu(): stay as close to the
+ * task's previous CPU as an idle CPU allows, so its cache stays warm.
+ */
+#ifndef __NIMBLE_IDLE_BPF_H
+#define __NIMBLE_IDLE_BPF_H
+
+#include "nimble.bpf.h"
+#include "topo.bpf.h"
+#include "stats.bpf.h"
+
+/* Pick an idle CPU among @allowed & @within, whole idle cores first if SMT. */
+static __always_inline s32 pick_idle_in(struct bpf_cpumask *tmp,
+					const struct cpumask *allowed,
+					const struct cpumask *within)
+{
+	s32 cpu;
+
+	if (!within)
+		return -ENOENT;
+	bpf_cpumask_and(tmp, allowed, within);
+	if (smt_enabled) {
+		cpu = scx_bpf_pick_idle_cpu(cast_mask(tmp), SCX_PICK_IDLE_CORE);
+		if (cpu >= 0)
+			return cpu;
+	}
+	return scx_bpf_pick_idle_cpu(cast_mask(tmp), 0);
+}
+
+/* Is @prev idle, and with SMT, is its whole core idle? Claims it if so. */
+static __always_inline bool claim_prev_cpu(const struct task_struct *p, s32 prev)
+{
+	const struct cpumask *smt_idle;
+	bool core_idle = true;
+
+	if (!bpf_cpumask_test_cpu(prev, p->cpus_ptr))
+		return false;
+	if (smt_enabled) {
+		smt_idle = scx_bpf_get_idle_smtmask();
+		core_idle = bpf_cpumask_test_cpu(prev, smt_idle);
+		scx_bpf_put_idle_cpumask(smt_idle);
+	}
+	return core_idle && scx_bpf_test_and_clear_cpu_idle(prev);
+}
+
+/*
+ * Previous CPU if its whole core is idle, then an idle core / CPU in the
+ * previous CPU's LLC, then an idle CPU of its node, then any idle CPU the
+ * task may use. Returns the claimed CPU or a negative errno.
+ */
+static s32 pick_idle_cpu(struct task_struct *p, s32 prev, struct task_ctx *tctx)
+{
+	struct bpf_cpumask *tmp;
+	s32 cpu;
+
+	if (!valid_cpu(prev))
+		return -EINVAL;
+
+	if (claim_prev_cpu(p, prev)) {
+		stat_inc(STAT_IDLE_PREV);
+		return prev;
+	}
+
+	tmp = tctx->tmp;
+	if (!tmp)
+		return -ENOENT;
+
+	cpu = pick_idle_in(tmp, p->cpus_ptr, llc_mask(cpu_llc[prev]));
+	if (cpu >= 0) {
+		stat_inc(STAT_IDLE_LLC);
+		return cpu;
+	}
+
+	if (nr_nodes > 1) {
+		cpu = pick_idle_in(tmp, p->cpus_ptr, node_mask(cpu_node[prev]));
+		if (cpu >= 0) {
+			stat_inc(STAT_IDLE_NODE);
+			return cpu;
+		}
+	}
+
+	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (cpu >= 0)
+		stat_inc(STAT_IDLE_ANY);
+	return cpu;
+}
+
+#endif /* __NIMBLE_IDLE_BPF_H */

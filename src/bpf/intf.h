@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The one header shared by the BPF scheduler and the Rust userspace (bindgen
+ * turns it into bpf_intf.rs). Anything both sides must agree on lives here.
+ */
+#ifndef __NIMBLE_INTF_H
+#define __NIMBLE_INTF_H
+
+enum nimble_limits {
+	/* Sizes of the topology tables userspace fills before load. */
+	MAX_CPUS	= 512,
+	MAX_LLCS	= 64,
+	MAX_NODES	= 32,
+};
+
+/*
+ * Per-CPU event counters; userspace sums them over CPUs.
+ *
+ * Every task placed in a queue is recorded once on the INS_* side. It then
+ * leaves that queue exactly once: by running (RUN_* side) or by being dropped
+ * (DROPPED: dequeued for a property change, re-enqueued, exited, or handed
+ * back to the kernel at unload). So at any quiet point
+ *   INS_DIRECT + INS_LOCAL + INS_LLC == RUN_* + DROPPED + nr_pending
+ * and after unload nr_pending is 0.
+ */
+enum nimble_stat {
+	STAT_INS_DIRECT,	/* select_cpu found an idle CPU: straight to its local DSQ */
+	STAT_INS_LOCAL,		/* enqueue: single-CPU task whose CPU was idle, to its local DSQ */
+	STAT_INS_LLC,		/* enqueue: into the LLC DSQ of the task's CPU */
+
+	STAT_RUN_DIRECT,	/* ran after INS_DIRECT */
+	STAT_RUN_LOCAL,		/* ran after INS_LOCAL */
+	STAT_RUN_LLC_OWN,	/* ran from the LLC DSQ of the CPU that ran it */
+	STAT_RUN_LLC_NODE,	/* stolen from another LLC of the same node */
+	STAT_RUN_LLC_REMOTE,	/* stolen from an LLC of another node */
+	STAT_DROPPED,		/* left its queue without running */
+
+	STAT_IDLE_PREV,		/* select_cpu: previous CPU (whole core) idle */
+	STAT_IDLE_LLC,		/* select_cpu: idle CPU in the previous CPU's LLC */
+	STAT_IDLE_NODE,		/* select_cpu: idle CPU in the previous CPU's node */
+	STAT_IDLE_ANY,		/* select_cpu: idle CPU anywhere the task may run */
+	STAT_KICK,		/* enqueue kicked an idle CPU to come and take the task */
+	STAT_KEEP_RUNNING,	/* dispatch found nothing and extended the previous task */
+
+	NR_NIMBLE_STATS,
+};
+
+struct nimble_stats {
+	unsigned long long cnt[NR_NIMBLE_STATS];
+};
+
+#endif /* __NIMBLE_INTF_H */

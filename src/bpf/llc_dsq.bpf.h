@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Per-LLC dispatch queues ordered by weighted virtual time, consumed
+ * local-first with topology-ordered stealing.
+ */
+#ifndef __NIMBLE_LLC_DSQ_BPF_H
+#define __NIMBLE_LLC_DSQ_BPF_H
+
+#include "nimble.bpf.h"
+#include "topo.bpf.h"
+#include "stats.bpf.h"
+
+/*
+ * Global virtual time: the largest vtime of any task that started running.
+ * One clock for all LLCs, so a task stolen across LLCs keeps its place.
+ */
+u64 vtime_now;
+
+/* LLC DSQ ids are the LLC ids (user DSQ ids are free below 2^63). */
+static __always_inline u64 llc_dsq(u32 llc)
+{
+	return llc;
+}
+
+static __always_inline s32 create_llc_dsqs(void)
+{
+	s32 llc, err;
+
+	bpf_for(llc, 0, nr_llcs) {
+		if (llc >= MAX_LLCS)
+			break;
+		err = scx_bpf_create_dsq(llc_dsq(llc), llc_node[llc]);
+		if (err) {
+			scx_bpf_error("failed to create DSQ for LLC %d: %d", llc, err);
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* A sleeper's vtime, clamped so it keeps at most vtime_credit_ns of credit. */
+static __always_inline u64 task_vtime(const struct task_struct *p)
+{
+	u64 floor = vtime_now > vtime_credit_ns ? vtime_now - vtime_credit_ns : 0;
+
+	return time_before(p->scx.dsq_vtime, floor) ? floor : p->scx.dsq_vtime;
+}
+
+/*
+ * Wake an idle CPU the task may use to come and take it: its own LLC first,
+ * then its node, then anywhere. Keeps the scheduler work-conserving for
+ * enqueues that did not go through select_cpu (preemption, slice expiry).
+ */
+static __always_inline void kick_idle_cpu(struct task_struct *p, s32 cpu,
+					  struct task_ctx *tctx)
+{
+	s32 idle;
+
+	if (!tctx->tmp || !valid_cpu(cpu))
+		return;
+	idle = pick_idle_in(tctx->tmp, p->cpus_ptr, llc_mask(cpu_llc[cpu]));
+	if (idle < 0 && nr_nodes > 1)
+		idle = pick_idle_in(tctx->tmp, p->cpus_ptr, node_mask(cpu_node[cpu]));
+	if (idle < 0 && nr_llcs > 1)
+		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (idle >= 0) {
+		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+		stat_inc(STAT_KICK);
+	}
+}
+
+/* Queue @p on the DSQ of the LLC of the CPU it is on (which it may use). */
+static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
+					struct task_ctx *tctx)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	u32 llc;
+
+	if (!valid_cpu(cpu)) {
+		scx_bpf_error("task %d on invalid CPU %d", p->pid, cpu);
+		return;
+	}
+	llc = cpu_llc[cpu];
+	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
+	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, task_vtime(p), enq_flags);
+	kick_idle_cpu(p, cpu, tctx);
+}
+
+/*
+ * Move the first task this CPU may run from the LLC DSQs in steal order:
+ * own LLC, same node, then other nodes nearest first. move_to_local skips
+ * tasks whose affinity excludes this CPU, so a task only ever leaves its DSQ
+ * for a CPU it may use.
+ */
+static __always_inline bool consume_llcs(s32 cpu)
+{
+	u32 i, own, victim;
+
+	if (!valid_cpu(cpu))
+		return false;
+	own = cpu_llc[cpu];
+	if (own >= MAX_LLCS)
+		return false;
+	bpf_for(i, 0, nr_llcs) {
+		if (i >= MAX_LLCS)
+			break;
+		victim = steal_order[own][i];
+		if (scx_bpf_dsq_nr_queued(llc_dsq(victim)) &&
+		    scx_bpf_dsq_move_to_local(llc_dsq(victim), 0))
+			return true;
+	}
+	return false;
+}
+
+#endif /* __NIMBLE_LLC_DSQ_BPF_H */

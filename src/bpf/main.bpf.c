@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scx_nimble: per-LLC dispatch queues with local-first dispatch and
+ * topology-ordered stealing.
+ *
+ * This file wires the sched_ext callbacks to the mechanisms, one header each:
+ *   idle.bpf.h     topology-ordered idle CPU pick (select_cpu)
+ *   llc_dsq.bpf.h  per-LLC vtime DSQs, stealing order, idle kicks
+ *   topo.bpf.h     LLC/node cpumasks built from userspace's tables
+ *   stats.bpf.h    per-CPU counters and exact queue-path accounting
+ */
+#include "nimble.bpf.h"
+#include "stats.bpf.h"
+#include "topo.bpf.h"
+#include "idle.bpf.h"
+#include "llc_dsq.bpf.h"
+
+char _license[] SEC("license") = "GPL";
+
+UEI_DEFINE(uei);
+
+s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
+		   u64 wake_flags)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+	s32 cpu;
+
+	if (!tctx)
+		return prev_cpu;
+
+	cpu = pick_idle_cpu(p, prev_cpu, tctx);
+	if (cpu < 0)
+		return prev_cpu;
+
+	/* An idle CPU was claimed: run there without touching any shared queue. */
+	path_queue(tctx, PATH_DIRECT, 0, STAT_INS_DIRECT);
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+	return cpu;
+}
+
+void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	if (!tctx) {
+		scx_bpf_error("task %d has no context", p->pid);
+		return;
+	}
+
+	/*
+	 * A task that can run on one CPU only skips select_cpu. If that CPU is
+	 * idle, go straight to it; otherwise it waits in its LLC DSQ in vtime
+	 * order like everyone else, which the pinned CPU always consumes first.
+	 */
+	if (p->nr_cpus_allowed == 1 && scx_bpf_test_and_clear_cpu_idle(cpu)) {
+		path_queue(tctx, PATH_LOCAL, 0, STAT_INS_LOCAL);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
+
+	enqueue_llc(p, enq_flags, tctx);
+}
+
+void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
+{
+	if (consume_llcs(cpu))
+		return;
+
+	/* Nothing waits that this CPU may run: let the previous task go on. */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+		scx_bpf_task_set_slice(prev, slice_ns);
+		stat_inc(STAT_KEEP_RUNNING);
+	}
+}
+
+void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
+	if (time_before(vtime_now, p->scx.dsq_vtime))
+		vtime_now = p->scx.dsq_vtime;
+	if (!tctx)
+		return;
+	tctx->run_start = bpf_ktime_get_ns();
+	path_run(tctx, scx_bpf_task_cpu(p));
+}
+
+void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+	u64 ran;
+
+	if (!tctx || !tctx->run_start)
+		return;
+	/* Charge the time used, scaled by nice weight (100 at nice 0). */
+	ran = bpf_ktime_get_ns() - tctx->run_start;
+	scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + ran * 100 / p->scx.weight);
+}
+
+void BPF_STRUCT_OPS(nimble_enable, struct task_struct *p)
+{
+	scx_bpf_task_set_dsq_vtime(p, vtime_now);
+}
+
+s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,
+		   struct scx_init_task_args *args)
+{
+	struct bpf_cpumask *mask;
+	struct task_ctx *tctx;
+
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tctx)
+		return -ENOMEM;
+	mask = bpf_cpumask_create();
+	if (!mask)
+		return -ENOMEM;
+	mask = bpf_kptr_xchg(&tctx->tmp, mask);
+	if (mask)
+		bpf_cpumask_release(mask);
+	return 0;
+}
+
+void BPF_STRUCT_OPS(nimble_exit_task, struct task_struct *p,
+		    struct scx_exit_task_args *args)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
+	/* Exiting, or handed back to the kernel at unload: close its books. */
+	if (tctx)
+		path_drop(tctx);
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_init)
+{
+	s32 err;
+
+	err = init_topology_masks();
+	if (err) {
+		scx_bpf_error("failed to build topology cpumasks: %d", err);
+		return err;
+	}
+	return create_llc_dsqs();
+}
+
+void BPF_STRUCT_OPS(nimble_exit, struct scx_exit_info *ei)
+{
+	UEI_RECORD(uei, ei);
+}
+
+/*
+ * No cpu_online/cpu_offline callbacks: on CPU hotplug the kernel unloads the
+ * scheduler asking for a restart, and userspace reloads it with the new
+ * topology.
+ */
+SCX_OPS_DEFINE(nimble_ops,
+	       .select_cpu	= (void *)nimble_select_cpu,
+	       .enqueue		= (void *)nimble_enqueue,
+	       .dispatch	= (void *)nimble_dispatch,
+	       .running		= (void *)nimble_running,
+	       .stopping	= (void *)nimble_stopping,
+	       .enable		= (void *)nimble_enable,
+	       .init_task	= (void *)nimble_init_task,
+	       .exit_task	= (void *)nimble_exit_task,
+	       .init		= (void *)nimble_init,
+	       .exit		= (void *)nimble_exit,
+	       .timeout_ms	= 5000,
+	       .name		= "nimble");

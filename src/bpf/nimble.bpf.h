@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Common declarations for the scx_nimble BPF scheduler: tunables set by
+ * userspace before load, the topology tables, and per-task state.
+ */
+#ifndef __NIMBLE_BPF_H
+#define __NIMBLE_BPF_H
+
+#include <scx/common.bpf.h>
+#include "intf.h"
+
+/*
+ * Tunables. All are written by userspace into .rodata before the program is
+ * loaded, so the verifier sees them as constants.
+ */
+
+/* Time slice. Longer slices cut context switches; shorter ones cut latency. */
+const volatile u64 slice_ns = 5ULL * 1000 * 1000;
+
+/*
+ * How much vruntime credit a sleeper keeps, in ns. A task that slept cannot
+ * be placed further behind the global vruntime clock than this, so it wakes
+ * ahead of CPU hogs but cannot monopolise a CPU for longer than this. Larger
+ * favours interactive tasks, smaller favours fairness between hogs.
+ */
+const volatile u64 vtime_credit_ns = 20ULL * 1000 * 1000;
+
+/* Whether cores have SMT siblings: only then is "whole idle core" distinct. */
+const volatile bool smt_enabled;
+
+/*
+ * Topology, computed in Rust (src/topology/) and pushed here. LLC ids are
+ * dense 0..nr_llcs and double as the ids of the LLC DSQs.
+ */
+const volatile u32 nr_cpu_ids = 1;
+const volatile u32 nr_llcs = 1;
+const volatile u32 nr_nodes = 1;
+const volatile u32 cpu_llc[MAX_CPUS];
+const volatile u32 cpu_node[MAX_CPUS];
+const volatile u32 llc_node[MAX_LLCS];
+/*
+ * steal_order[l][0..nr_llcs]: the LLC DSQs a CPU of LLC l consumes, in order:
+ * l itself, the other LLCs of its node, then the LLCs of other nodes by
+ * increasing NUMA distance.
+ */
+const volatile u32 steal_order[MAX_LLCS][MAX_LLCS];
+
+/* Per-task state, in task-local storage. */
+struct task_ctx {
+	/* Scratch mask for "allowed CPUs within this LLC/node". */
+	struct bpf_cpumask __kptr *tmp;
+	u64 run_start;		/* when the task last started running */
+	u32 path;		/* enum queue_path: how it was last queued */
+	u32 queued_llc;		/* LLC DSQ it was queued on, for PATH_LLC */
+};
+
+/* How a task reached the CPU it runs on next (accounting in stats.bpf.h). */
+enum queue_path {
+	PATH_NONE,	/* not queued by us since it last ran */
+	PATH_DIRECT,
+	PATH_LOCAL,
+	PATH_LLC,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+static __always_inline struct task_ctx *lookup_task_ctx(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+static __always_inline bool valid_cpu(s32 cpu)
+{
+	return cpu >= 0 && cpu < nr_cpu_ids && cpu < MAX_CPUS;
+}
+
+#endif /* __NIMBLE_BPF_H */

@@ -1,0 +1,126 @@
+//! scx_nimble: a sched_ext scheduler with per-LLC dispatch queues, local-first
+//! dispatch and topology-ordered stealing.
+//!
+//! Lifecycle, top to bottom: parse flags → preflight checks → load and attach
+//! (scheduler.rs) → run until Ctrl-C/SIGTERM or the kernel unloads us →
+//! report → reload when the kernel asks (CPU hotplug).
+
+mod bpf_intf;
+mod bpf_skel;
+mod preflight;
+mod scheduler;
+mod stats;
+mod topology;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use log::info;
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// scx_nimble: per-LLC dispatch queues with local-first dispatch and
+/// topology-ordered stealing, for sched_ext kernels.
+#[derive(Debug, Parser)]
+#[command(name = "scx_nimble", disable_version_flag = true)]
+pub struct Opts {
+    /// Time slice in microseconds. Longer slices mean fewer context switches;
+    /// shorter ones lower latency under contention.
+    #[arg(short = 's', long, default_value_t = 5000,
+          value_parser = clap::value_parser!(u64).range(100..=100_000))]
+    pub slice_us: u64,
+
+    /// Print a one-line counter summary every SECS seconds.
+    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    pub stats: Option<f64>,
+
+    /// Exit debug dump buffer length (0: kernel default).
+    #[arg(long, default_value_t = 0)]
+    pub exit_dump_len: u32,
+
+    /// Verbose output, including libbpf's and the steal order of every LLC.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    /// Print the version and exit.
+    #[arg(short = 'V', long)]
+    pub version: bool,
+}
+
+fn parse_interval(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.1 && v <= 3600.0 => Ok(v),
+        Ok(_) => Err("must be between 0.1 and 3600 seconds".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn main() {
+    let opts = match Opts::try_parse() {
+        Ok(o) => o,
+        Err(e) if !e.use_stderr() => e.exit(), // --help
+        Err(e) => {
+            // Bad input: clap's first line says what is wrong; skip the usage dump.
+            let msg = e.to_string();
+            let first = msg.lines().next().unwrap_or("invalid arguments");
+            eprintln!("scx_nimble: {first} (see --help)");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&opts) {
+        eprintln!("scx_nimble: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(opts: &Opts) -> Result<()> {
+    if opts.version {
+        println!("scx_nimble {}", env!("CARGO_PKG_VERSION"));
+        return Ok(());
+    }
+    init_logging(opts.verbose)?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    preflight::check(Path::new(preflight::SCHED_EXT_SYSFS), euid)?;
+
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let flag = shutdown.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("installing the Ctrl-C/SIGTERM handler")?;
+
+    let mut open_object = MaybeUninit::uninit();
+    loop {
+        let mut sched = scheduler::Scheduler::init(opts, &mut open_object)?;
+        let exit = sched.run(&shutdown)?;
+        if !exit.should_restart() {
+            break;
+        }
+        if shutdown.load(Ordering::Relaxed) {
+            bail!("asked to restart while shutting down");
+        }
+        info!("the kernel asked for a restart (CPU hotplug?): reloading");
+    }
+    Ok(())
+}
+
+fn init_logging(verbose: bool) -> Result<()> {
+    let level = if verbose {
+        simplelog::LevelFilter::Debug
+    } else {
+        simplelog::LevelFilter::Info
+    };
+    let cfg = simplelog::ConfigBuilder::new()
+        .set_time_level(simplelog::LevelFilter::Off)
+        .set_target_level(simplelog::LevelFilter::Off)
+        .set_thread_level(simplelog::LevelFilter::Off)
+        .set_location_level(simplelog::LevelFilter::Off)
+        .build();
+    simplelog::TermLogger::init(
+        level,
+        cfg,
+        simplelog::TerminalMode::Stderr,
+        simplelog::ColorChoice::Never,
+    )
+    .context("initialising logging")
+}

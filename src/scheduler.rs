@@ -1,0 +1,120 @@
+//! The loaded scheduler: fills the BPF tables from the topology, loads and
+//! attaches the struct_ops, reads counters, and detaches.
+
+use crate::bpf_skel::*;
+use crate::stats::Counters;
+use crate::topology::{self, Layout};
+use crate::Opts;
+use anyhow::{Context, Result};
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use log::{debug, info, warn};
+use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+pub struct Scheduler<'a> {
+    skel: BpfSkel<'a>,
+    link: Option<libbpf_rs::Link>,
+    stats_interval: Option<Duration>,
+}
+
+impl<'a> Scheduler<'a> {
+    pub fn init(opts: &Opts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+        let topo = scx_utils::Topology::new().context("reading the CPU topology")?;
+        let layout = Layout::from_scx(&topo).context("unsupported CPU topology")?;
+        let order = topology::steal_order(&layout);
+        info!(
+            "scx_nimble {}: {} CPUs, {} LLCs, {} NUMA nodes, SMT {}, slice {} us",
+            env!("CARGO_PKG_VERSION"),
+            layout.cpu_llc.iter().flatten().count(),
+            layout.nr_llcs(),
+            layout.nr_nodes(),
+            if layout.smt { "on" } else { "off" },
+            opts.slice_us
+        );
+        for (llc, o) in order.iter().enumerate() {
+            debug!(
+                "LLC {llc} (node {}): CPUs {:?}, consumes {o:?}",
+                layout.llc_node[llc],
+                layout.llc_cpus(llc)
+            );
+        }
+
+        let mut builder = BpfSkelBuilder::default();
+        builder.obj_builder.debug(opts.verbose);
+        let mut skel = scx_ops_open!(builder, open_object, nimble_ops, None)?;
+        skel.struct_ops.nimble_ops_mut().exit_dump_len = opts.exit_dump_len;
+
+        let rodata = skel.maps.rodata_data.as_mut().unwrap();
+        rodata.slice_ns = opts.slice_us * 1000;
+        rodata.smt_enabled = layout.smt;
+        rodata.nr_cpu_ids = layout.nr_cpu_ids as u32;
+        rodata.nr_llcs = layout.nr_llcs() as u32;
+        rodata.nr_nodes = layout.nr_nodes() as u32;
+        for cpu in 0..layout.nr_cpu_ids {
+            // Offline CPUs keep LLC 0: they run nothing until a hotplug
+            // restart gives them their real place.
+            let llc = layout.cpu_llc[cpu].unwrap_or(0);
+            rodata.cpu_llc[cpu] = llc as u32;
+            rodata.cpu_node[cpu] = layout.llc_node[llc] as u32;
+        }
+        for (llc, &node) in layout.llc_node.iter().enumerate() {
+            rodata.llc_node[llc] = node as u32;
+            for (i, &victim) in order[llc].iter().enumerate() {
+                rodata.steal_order[llc][i] = victim as u32;
+            }
+        }
+
+        let mut skel = scx_ops_load!(skel, nimble_ops, uei)?;
+        let link = scx_ops_attach!(skel, nimble_ops)?;
+        info!("scheduler attached");
+
+        Ok(Self {
+            skel,
+            link: Some(link),
+            stats_interval: opts.stats.map(Duration::from_secs_f64),
+        })
+    }
+
+    pub fn counters(&self) -> Result<Counters> {
+        let per_cpu = self
+            .skel
+            .maps
+            .stats
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .context("reading the stats map")?
+            .unwrap_or_default();
+        let pending = self.skel.maps.bss_data.as_ref().unwrap().nr_pending;
+        Ok(Counters::from_percpu(&per_cpu, pending))
+    }
+
+    /// Runs until a shutdown request or the kernel unloads us; detaches, prints
+    /// the final counters and says why the scheduler exited.
+    pub fn run(&mut self, shutdown: &AtomicBool) -> Result<UserExitInfo> {
+        let mut next_stats = self.stats_interval.map(|i| Instant::now() + i);
+        while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
+            std::thread::sleep(Duration::from_millis(100));
+            if let (Some(at), Some(every)) = (next_stats, self.stats_interval) {
+                if Instant::now() >= at {
+                    println!("stats: {}", self.counters()?);
+                    next_stats = Some(at + every);
+                }
+            }
+        }
+
+        // Detaching is synchronous: once the link is gone BPF writes no more
+        // counters and every task has been handed back, so the books must balance.
+        self.link.take();
+        let fin = self.counters()?;
+        println!("final: {fin} imbalance={}", fin.imbalance());
+        if fin.imbalance() != 0 || fin.pending != 0 {
+            warn!(
+                "counters do not balance: {} inserted, {} unaccounted",
+                fin.inserted(),
+                fin.imbalance()
+            );
+        }
+        uei_report!(&self.skel, uei)
+    }
+}

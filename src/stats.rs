@@ -1,0 +1,142 @@
+//! Scheduler counters: summed from BPF's per-CPU counters, printed as one
+//! line, and checked for consistency (every queued task is accounted exactly
+//! once when it leaves its queue; see src/bpf/intf.h).
+
+use crate::bpf_intf::*;
+use std::fmt;
+
+pub const NR_STATS: usize = nimble_stat_NR_NIMBLE_STATS as usize;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub cnt: [u64; NR_STATS],
+    /// Tasks queued by us that have neither run nor been dropped.
+    pub pending: u64,
+}
+
+/// (index, short name) of every counter, in print order.
+const NAMES: [(u32, &str); NR_STATS] = [
+    (nimble_stat_STAT_INS_DIRECT, "ins_direct"),
+    (nimble_stat_STAT_INS_LOCAL, "ins_local"),
+    (nimble_stat_STAT_INS_LLC, "ins_llc"),
+    (nimble_stat_STAT_RUN_DIRECT, "run_direct"),
+    (nimble_stat_STAT_RUN_LOCAL, "run_local"),
+    (nimble_stat_STAT_RUN_LLC_OWN, "llc_own"),
+    (nimble_stat_STAT_RUN_LLC_NODE, "steal_node"),
+    (nimble_stat_STAT_RUN_LLC_REMOTE, "steal_remote"),
+    (nimble_stat_STAT_DROPPED, "dropped"),
+    (nimble_stat_STAT_IDLE_PREV, "idle_prev"),
+    (nimble_stat_STAT_IDLE_LLC, "idle_llc"),
+    (nimble_stat_STAT_IDLE_NODE, "idle_node"),
+    (nimble_stat_STAT_IDLE_ANY, "idle_any"),
+    (nimble_stat_STAT_KICK, "kick"),
+    (nimble_stat_STAT_KEEP_RUNNING, "keep_running"),
+];
+
+impl Counters {
+    /// Sums per-CPU copies of `struct nimble_stats` (raw map values).
+    pub fn from_percpu(values: &[Vec<u8>], pending: u64) -> Self {
+        let mut c = Counters {
+            pending,
+            ..Default::default()
+        };
+        for v in values {
+            for (i, chunk) in v.chunks_exact(8).take(NR_STATS).enumerate() {
+                c.cnt[i] += u64::from_ne_bytes(chunk.try_into().unwrap());
+            }
+        }
+        c
+    }
+
+    pub fn get(&self, stat: u32) -> u64 {
+        self.cnt[stat as usize]
+    }
+
+    pub fn inserted(&self) -> u64 {
+        self.get(nimble_stat_STAT_INS_DIRECT)
+            + self.get(nimble_stat_STAT_INS_LOCAL)
+            + self.get(nimble_stat_STAT_INS_LLC)
+    }
+
+    /// Tasks that ran after being queued, by every path.
+    pub fn dispatched(&self) -> u64 {
+        self.get(nimble_stat_STAT_RUN_DIRECT)
+            + self.get(nimble_stat_STAT_RUN_LOCAL)
+            + self.get(nimble_stat_STAT_RUN_LLC_OWN)
+            + self.get(nimble_stat_STAT_RUN_LLC_NODE)
+            + self.get(nimble_stat_STAT_RUN_LLC_REMOTE)
+    }
+
+    /// Inserted minus accounted-for (ran, dropped or still pending). Zero when
+    /// the books balance; only meaningful on a snapshot BPF no longer writes
+    /// (after unload), since live per-CPU reads are not atomic.
+    pub fn imbalance(&self) -> i128 {
+        self.inserted() as i128
+            - (self.dispatched() + self.get(nimble_stat_STAT_DROPPED) + self.pending) as i128
+    }
+}
+
+impl fmt::Display for Counters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (idx, name)) in NAMES.iter().enumerate() {
+            if i > 0 {
+                write!(f, " ")?;
+            }
+            write!(f, "{name}={}", self.cnt[*idx as usize])?;
+        }
+        write!(f, " pending={}", self.pending)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(vals: &[(u32, u64)]) -> Vec<u8> {
+        let mut v = vec![0u64; NR_STATS];
+        for &(i, x) in vals {
+            v[i as usize] = x;
+        }
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn names_cover_every_counter_once() {
+        let mut idx: Vec<u32> = NAMES.iter().map(|n| n.0).collect();
+        idx.sort();
+        assert_eq!(idx, (0..NR_STATS as u32).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn sums_over_cpus_and_balances() {
+        let cpu0 = raw(&[
+            (nimble_stat_STAT_INS_LLC, 5),
+            (nimble_stat_STAT_RUN_LLC_OWN, 3),
+        ]);
+        let cpu1 = raw(&[
+            (nimble_stat_STAT_INS_DIRECT, 2),
+            (nimble_stat_STAT_RUN_DIRECT, 2),
+        ]);
+        let cpu2 = raw(&[(nimble_stat_STAT_RUN_LLC_REMOTE, 1)]);
+        let c = Counters::from_percpu(&[cpu0, cpu1, cpu2], 1);
+        assert_eq!(c.inserted(), 7);
+        assert_eq!(c.dispatched(), 6);
+        assert_eq!(c.imbalance(), 0);
+        let line = c.to_string();
+        assert!(
+            line.contains("ins_llc=5") && line.contains("steal_remote=1"),
+            "{line}"
+        );
+        assert!(line.ends_with("pending=1"));
+    }
+
+    #[test]
+    fn a_lost_task_shows_as_imbalance() {
+        let cpu0 = raw(&[
+            (nimble_stat_STAT_INS_LLC, 4),
+            (nimble_stat_STAT_RUN_LLC_NODE, 2),
+        ]);
+        let c = Counters::from_percpu(&[cpu0], 1);
+        assert_eq!(c.imbalance(), 1);
+    }
+}

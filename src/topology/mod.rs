@@ -1,0 +1,193 @@
+//! The topology model scx_nimble schedules by: which LLC and NUMA node each
+//! CPU belongs to, node distances, and the order in which a CPU consumes the
+//! LLC dispatch queues. Pure data and maths; `from_scx` is the only part that
+//! looks at the running system.
+
+mod steal;
+
+pub use steal::steal_order;
+
+use anyhow::{bail, Result};
+
+/// Limits shared with BPF (src/bpf/intf.h).
+pub const MAX_CPUS: usize = crate::bpf_intf::nimble_limits_MAX_CPUS as usize;
+pub const MAX_LLCS: usize = crate::bpf_intf::nimble_limits_MAX_LLCS as usize;
+pub const MAX_NODES: usize = crate::bpf_intf::nimble_limits_MAX_NODES as usize;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// One past the highest possible CPU id.
+    pub nr_cpu_ids: usize,
+    /// LLC of each online CPU (None: offline or absent).
+    pub cpu_llc: Vec<Option<usize>>,
+    /// Node of each LLC; LLC ids are dense 0..llc_node.len().
+    pub llc_node: Vec<usize>,
+    /// SLIT distances, `node_distance[a][b]`; node ids are dense.
+    pub node_distance: Vec<Vec<usize>>,
+    /// Whether any core has more than one hardware thread.
+    pub smt: bool,
+}
+
+impl Layout {
+    pub fn nr_llcs(&self) -> usize {
+        self.llc_node.len()
+    }
+
+    pub fn nr_nodes(&self) -> usize {
+        self.node_distance.len()
+    }
+
+    /// Online CPUs of each LLC.
+    pub fn llc_cpus(&self, llc: usize) -> Vec<usize> {
+        (0..self.nr_cpu_ids)
+            .filter(|&c| self.cpu_llc[c] == Some(llc))
+            .collect()
+    }
+
+    /// Checks what BPF relies on: dense ids within the table sizes, every
+    /// LLC populated, a square distance table.
+    pub fn validate(&self) -> Result<()> {
+        if self.nr_cpu_ids == 0 || self.nr_cpu_ids > MAX_CPUS {
+            bail!(
+                "{} CPU ids: scx_nimble supports 1..={MAX_CPUS}",
+                self.nr_cpu_ids
+            );
+        }
+        if self.cpu_llc.len() != self.nr_cpu_ids {
+            bail!(
+                "CPU table has {} entries, expected {}",
+                self.cpu_llc.len(),
+                self.nr_cpu_ids
+            );
+        }
+        if self.nr_llcs() == 0 || self.nr_llcs() > MAX_LLCS {
+            bail!(
+                "{} LLCs: scx_nimble supports 1..={MAX_LLCS}",
+                self.nr_llcs()
+            );
+        }
+        if self.nr_nodes() == 0 || self.nr_nodes() > MAX_NODES {
+            bail!(
+                "{} NUMA nodes: scx_nimble supports 1..={MAX_NODES}",
+                self.nr_nodes()
+            );
+        }
+        for (llc, &node) in self.llc_node.iter().enumerate() {
+            if node >= self.nr_nodes() {
+                bail!(
+                    "LLC {llc} is on node {node}, but there are {} nodes",
+                    self.nr_nodes()
+                );
+            }
+            if self.llc_cpus(llc).is_empty() {
+                bail!("LLC {llc} has no online CPU");
+            }
+        }
+        if let Some(c) = self
+            .cpu_llc
+            .iter()
+            .flatten()
+            .find(|&&l| l >= self.nr_llcs())
+        {
+            bail!("a CPU names LLC {c}, but there are {} LLCs", self.nr_llcs());
+        }
+        for (n, row) in self.node_distance.iter().enumerate() {
+            if row.len() != self.nr_nodes() {
+                bail!(
+                    "node {n} has {} distances, expected {}",
+                    row.len(),
+                    self.nr_nodes()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The layout of the running system, as scx_utils reads it from sysfs.
+    pub fn from_scx(topo: &scx_utils::Topology) -> Result<Self> {
+        let nr_cpu_ids = *scx_utils::NR_CPU_IDS;
+        let mut cpu_llc = vec![None; nr_cpu_ids];
+        let mut llc_node = vec![0; topo.all_llcs.len()];
+        for (&id, llc) in &topo.all_llcs {
+            if id >= llc_node.len() {
+                bail!("LLC ids are not dense (found {id} of {})", llc_node.len());
+            }
+            llc_node[id] = llc.node_id;
+            for &cpu in llc.all_cpus.keys() {
+                if cpu >= nr_cpu_ids {
+                    bail!("CPU {cpu} is beyond nr_cpu_ids {nr_cpu_ids}");
+                }
+                cpu_llc[cpu] = Some(id);
+            }
+        }
+        let nr_nodes = topo.nodes.keys().max().map_or(1, |&n| n + 1);
+        let mut node_distance = vec![vec![10; nr_nodes]; nr_nodes];
+        for (&id, node) in &topo.nodes {
+            for (other, row) in node_distance[id].iter_mut().enumerate() {
+                *row =
+                    node.distance
+                        .get(other)
+                        .copied()
+                        .unwrap_or(if other == id { 10 } else { 20 });
+            }
+        }
+        let layout = Layout {
+            nr_cpu_ids,
+            cpu_llc,
+            llc_node,
+            node_distance,
+            smt: topo.smt_enabled,
+        };
+        layout.validate()?;
+        Ok(layout)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// `nodes` nodes of `llcs` LLCs of `cpus` CPUs, numbered in order.
+    pub fn grid(nodes: usize, llcs: usize, cpus: usize, distance: Vec<Vec<usize>>) -> Layout {
+        let n = nodes * llcs * cpus;
+        Layout {
+            nr_cpu_ids: n,
+            cpu_llc: (0..n).map(|c| Some(c / cpus)).collect(),
+            llc_node: (0..nodes * llcs).map(|l| l / llcs).collect(),
+            node_distance: distance,
+            smt: false,
+        }
+    }
+
+    #[test]
+    fn grid_is_valid() {
+        let l = grid(2, 2, 2, vec![vec![10, 20], vec![20, 10]]);
+        l.validate().unwrap();
+        assert_eq!(l.llc_cpus(3), vec![6, 7]);
+    }
+
+    #[test]
+    fn empty_llc_is_rejected() {
+        let mut l = grid(1, 2, 2, vec![vec![10]]);
+        l.cpu_llc[2] = None;
+        l.cpu_llc[3] = None;
+        assert!(l
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("LLC 1 has no online CPU"));
+    }
+
+    #[test]
+    fn bad_node_is_rejected() {
+        let mut l = grid(1, 2, 2, vec![vec![10]]);
+        l.llc_node[1] = 3;
+        assert!(l.validate().is_err());
+    }
+
+    #[test]
+    fn ragged_distance_is_rejected() {
+        let l = grid(2, 1, 2, vec![vec![10, 20], vec![20]]);
+        assert!(l.validate().is_err());
+    }
+}
