@@ -10,14 +10,19 @@
 #include "topo.bpf.h"
 #include "stats.bpf.h"
 
-/* Pick an idle CPU among @allowed & @within, whole idle cores first if SMT. */
-static __always_inline s32 pick_idle_in(struct bpf_cpumask *tmp,
+/*
+ * Pick an idle CPU among @allowed & @within, whole idle cores first if SMT.
+ * The task's scratch mask is loaded and checked here, once per use: the
+ * verifier treats every load of a kptr as possibly NULL.
+ */
+static __always_inline s32 pick_idle_in(struct task_ctx *tctx,
 					const struct cpumask *allowed,
 					const struct cpumask *within)
 {
+	struct bpf_cpumask *tmp = tctx->tmp;
 	s32 cpu;
 
-	if (!within)
+	if (!tmp || !within)
 		return -ENOENT;
 	bpf_cpumask_and(tmp, allowed, within);
 	if (smt_enabled) {
@@ -51,7 +56,6 @@ static __always_inline bool claim_prev_cpu(const struct task_struct *p, s32 prev
  */
 static s32 pick_idle_cpu(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 {
-	struct bpf_cpumask *tmp;
 	s32 cpu;
 
 	if (!valid_cpu(prev))
@@ -62,18 +66,14 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 		return prev;
 	}
 
-	tmp = tctx->tmp;
-	if (!tmp)
-		return -ENOENT;
-
-	cpu = pick_idle_in(tmp, p->cpus_ptr, llc_mask(cpu_llc[prev]));
+	cpu = pick_idle_in(tctx, p->cpus_ptr, llc_mask(llc_of(prev)));
 	if (cpu >= 0) {
 		stat_inc(STAT_IDLE_LLC);
 		return cpu;
 	}
 
 	if (nr_nodes > 1) {
-		cpu = pick_idle_in(tmp, p->cpus_ptr, node_mask(cpu_node[prev]));
+		cpu = pick_idle_in(tctx, p->cpus_ptr, node_mask(node_of(prev)));
 		if (cpu >= 0) {
 			stat_inc(STAT_IDLE_NODE);
 			return cpu;

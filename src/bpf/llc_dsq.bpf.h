@@ -29,7 +29,7 @@ static __always_inline s32 create_llc_dsqs(void)
 	bpf_for(llc, 0, nr_llcs) {
 		if (llc >= MAX_LLCS)
 			break;
-		err = scx_bpf_create_dsq(llc_dsq(llc), llc_node[llc]);
+		err = scx_bpf_create_dsq(llc_dsq(llc), node_of_llc(llc));
 		if (err) {
 			scx_bpf_error("failed to create DSQ for LLC %d: %d", llc, err);
 			return err;
@@ -56,11 +56,11 @@ static __always_inline void kick_idle_cpu(struct task_struct *p, s32 cpu,
 {
 	s32 idle;
 
-	if (!tctx->tmp || !valid_cpu(cpu))
+	if (!valid_cpu(cpu))
 		return;
-	idle = pick_idle_in(tctx->tmp, p->cpus_ptr, llc_mask(cpu_llc[cpu]));
+	idle = pick_idle_in(tctx, p->cpus_ptr, llc_mask(llc_of(cpu)));
 	if (idle < 0 && nr_nodes > 1)
-		idle = pick_idle_in(tctx->tmp, p->cpus_ptr, node_mask(cpu_node[cpu]));
+		idle = pick_idle_in(tctx, p->cpus_ptr, node_mask(node_of(cpu)));
 	if (idle < 0 && nr_llcs > 1)
 		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (idle >= 0) {
@@ -80,7 +80,7 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 		scx_bpf_error("task %d on invalid CPU %d", p->pid, cpu);
 		return;
 	}
-	llc = cpu_llc[cpu];
+	llc = llc_of(cpu);
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
 	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, task_vtime(p), enq_flags);
 	kick_idle_cpu(p, cpu, tctx);
@@ -98,13 +98,13 @@ static __always_inline bool consume_llcs(s32 cpu)
 
 	if (!valid_cpu(cpu))
 		return false;
-	own = cpu_llc[cpu];
+	own = llc_of(cpu);
 	if (own >= MAX_LLCS)
 		return false;
 	bpf_for(i, 0, nr_llcs) {
 		if (i >= MAX_LLCS)
 			break;
-		victim = steal_order[own][i];
+		victim = steal_victim(own, i);
 		if (scx_bpf_dsq_nr_queued(llc_dsq(victim)) &&
 		    scx_bpf_dsq_move_to_local(llc_dsq(victim), 0))
 			return true;

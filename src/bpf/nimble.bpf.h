@@ -45,6 +45,40 @@ const volatile u32 llc_node[MAX_LLCS];
  */
 const volatile u32 steal_order[MAX_LLCS][MAX_LLCS];
 
+/*
+ * Table lookups. The masks keep every index provably in bounds for the
+ * verifier (the limits are powers of two); callers still check validity.
+ * barrier_var() stops clang from dropping a mask it thinks is redundant
+ * after that check, which the verifier cannot follow.
+ */
+_Static_assert(!(MAX_CPUS & (MAX_CPUS - 1)) && !(MAX_LLCS & (MAX_LLCS - 1)),
+	       "table sizes must be powers of two");
+
+static __always_inline u32 llc_of(s32 cpu)
+{
+	barrier_var(cpu);
+	return cpu_llc[cpu & (MAX_CPUS - 1)];
+}
+
+static __always_inline u32 node_of(s32 cpu)
+{
+	barrier_var(cpu);
+	return cpu_node[cpu & (MAX_CPUS - 1)];
+}
+
+static __always_inline u32 node_of_llc(u32 llc)
+{
+	barrier_var(llc);
+	return llc_node[llc & (MAX_LLCS - 1)];
+}
+
+static __always_inline u32 steal_victim(u32 llc, u32 i)
+{
+	barrier_var(llc);
+	barrier_var(i);
+	return steal_order[llc & (MAX_LLCS - 1)][i & (MAX_LLCS - 1)];
+}
+
 /* Per-task state, in task-local storage. */
 struct task_ctx {
 	/* Scratch mask for "allowed CPUs within this LLC/node". */

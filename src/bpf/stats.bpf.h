@@ -64,9 +64,9 @@ static __always_inline void path_run(struct task_ctx *tctx, s32 cpu)
 		idx = STAT_RUN_LOCAL;
 	else if (!valid_cpu(cpu) || llc >= MAX_LLCS)
 		idx = STAT_DROPPED;	/* cannot happen; keeps the sum exact */
-	else if (cpu_llc[cpu] == llc)
+	else if (llc_of(cpu) == llc)
 		idx = STAT_RUN_LLC_OWN;
-	else if (cpu_node[cpu] == llc_node[llc])
+	else if (node_of(cpu) == node_of_llc(llc))
 		idx = STAT_RUN_LLC_NODE;
 	else
 		idx = STAT_RUN_LLC_REMOTE;

@@ -60,7 +60,8 @@ static s32 build_mask(void *map, u32 id, const volatile u32 *table)
 	bpf_for(cpu, 0, nr_cpu_ids) {
 		if (cpu >= MAX_CPUS)
 			break;
-		if (table[cpu] == id)
+		barrier_var(cpu);
+		if (table[cpu & (MAX_CPUS - 1)] == id)
 			bpf_cpumask_set_cpu(cpu, mask);
 	}
 	old = bpf_kptr_xchg(&slot->mask, mask);

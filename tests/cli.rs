@@ -1,0 +1,57 @@
+//! Host-side checks of the command line: bad input and a kernel without
+//! sched_ext each give one clear line and a non-zero exit.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn nimble(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scx_nimble"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn one_line_error(out: &Output, code: i32, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "expected one line, got: {err}");
+    assert!(err.starts_with("scx_nimble: "), "{err}");
+    assert!(err.contains(needle), "{err:?} lacks {needle:?}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn no_sched_ext_kernel() {
+    if Path::new("/sys/kernel/sched_ext").exists() {
+        eprintln!("host kernel has sched_ext: this case runs only where it has not");
+        return;
+    }
+    one_line_error(&nimble(&[]), 1, "this kernel has no sched_ext");
+}
+
+#[test]
+fn malformed_flags() {
+    one_line_error(&nimble(&["--slice-us", "abc"]), 2, "--slice-us");
+    one_line_error(&nimble(&["--slice-us", "99"]), 2, "100..=100000");
+    one_line_error(&nimble(&["--stats", "0"]), 2, "between 0.1 and 3600");
+    one_line_error(&nimble(&["--bogus"]), 2, "unexpected argument");
+}
+
+#[test]
+fn version_and_help() {
+    let v = nimble(&["--version"]);
+    assert!(v.status.success());
+    assert!(String::from_utf8_lossy(&v.stdout).starts_with("scx_nimble "));
+    let h = nimble(&["--help"]);
+    assert!(h.status.success());
+    let help = String::from_utf8_lossy(&h.stdout);
+    for flag in [
+        "--slice-us",
+        "--stats",
+        "--verbose",
+        "--exit-dump-len",
+        "--version",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+}

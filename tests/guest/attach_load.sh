@@ -1,0 +1,49 @@
+#!/bin/sh
+# Issue 2, acceptance 1-2: attach, survive a stress-ng CPU + fork + affinity
+# churn load with hackbench on top, stay attached, exit 0 on Ctrl-C, and keep
+# counters that are non-zero where the topology allows and balance exactly.
+. /tests/lib.sh
+
+N=$(nr_cpus); NODES=$(nr_nodes); LLCS=$(nr_llcs)
+log "topology: $N CPUs, $NODES nodes, $LLCS LLCs"
+
+start_sched --stats 1
+stress-ng --cpu "$N" --fork 2 --affinity 2 --affinity-rand --timeout 20s \
+	--metrics-brief >/tmp/stress.out 2>&1 &
+STRESS=$!
+sleep 2
+runs=0
+while kill -0 $STRESS 2>/dev/null; do
+	hackbench -g 2 -l 50 >/dev/null || fail "hackbench failed"
+	runs=$((runs + 1))
+	assert_attached "during load"
+done
+wait $STRESS || { cat /tmp/stress.out; fail "stress-ng failed"; }
+hackbench -g 4 -l 100 >/dev/null || fail "hackbench after stress-ng failed"
+log "stress-ng done, hackbench ran $((runs + 1)) times"
+assert_attached "after load"
+[ "$(grep -c '^stats:' "$SCHED_OUT")" -ge 10 ] || fail "expected a stats line every second"
+stop_sched
+assert_clean_dmesg
+
+echo "$(grep '^final:' "$SCHED_OUT")"
+# Books balance: every queued task ran or was dropped; nothing left pending.
+assert_counter imbalance = 0
+assert_counter pending = 0
+# Paths every topology exercises.
+for c in ins_direct run_direct ins_llc llc_own idle_prev; do
+	assert_counter $c -gt 0
+done
+# Steals are only possible where the topology has somewhere to steal from.
+if [ "$LLCS" -gt "$NODES" ]; then
+	assert_counter steal_node -gt 0
+else
+	assert_counter steal_node -eq 0
+fi
+if [ "$NODES" -gt 1 ]; then
+	assert_counter steal_remote -gt 0
+else
+	assert_counter steal_remote -eq 0
+	assert_counter idle_node -eq 0
+fi
+pass "attach + load + clean exit on $N CPUs / $NODES nodes / $LLCS LLCs"

@@ -1,0 +1,92 @@
+# Shared helpers for the guest-side tests (busybox sh). Sourced by each test;
+# every assertion failure prints "FAIL: why" with the scheduler's logs and
+# exits non-zero, which the host-side test (tests/vm.rs) turns into a failure.
+
+SCHED_OUT=/tmp/sched.out
+SCHED_ERR=/tmp/sched.err
+SCHED_PID=
+
+log() { echo "[$(cut -d' ' -f1 /proc/uptime)s] $*"; }
+
+fail() {
+	echo "FAIL: $*"
+	if [ -n "$SCHED_PID" ]; then
+		echo "--- scheduler stderr"; tail -n 30 "$SCHED_ERR"
+		echo "--- scheduler stdout"; tail -n 5 "$SCHED_OUT"
+		kill -INT "$SCHED_PID" 2>/dev/null
+	fi
+	echo "--- dmesg (sched_ext)"; dmesg | grep -i sched_ext | tail -n 20
+	exit 1
+}
+
+pass() { echo "PASS: $*"; }
+
+sched_state() { cat /sys/kernel/sched_ext/state 2>/dev/null; }
+sched_ops() { cat /sys/kernel/sched_ext/root/ops 2>/dev/null; }
+
+attached() {
+	[ "$(sched_state)" = enabled ] && case "$(sched_ops)" in nimble*) true ;; *) false ;; esac
+}
+
+assert_attached() {
+	attached || fail "scheduler not attached ($1): state=$(sched_state) ops=$(sched_ops)"
+}
+
+# start_sched [scx_nimble flags]: start in the background, wait for attach.
+start_sched() {
+	scx_nimble "$@" >"$SCHED_OUT" 2>"$SCHED_ERR" &
+	SCHED_PID=$!
+	i=0
+	while ! attached; do
+		kill -0 "$SCHED_PID" 2>/dev/null || { wait "$SCHED_PID"; fail "scx_nimble exited early (rc=$?)"; }
+		i=$((i + 1))
+		[ $i -gt 600 ] && fail "scx_nimble did not attach within 60 s"
+		sleep 0.1
+	done
+	log "attached: $(sched_ops)"
+}
+
+# stop_sched: Ctrl-C, expect exit 0 and sched_ext disabled.
+stop_sched() {
+	kill -INT "$SCHED_PID"
+	wait "$SCHED_PID"
+	rc=$?
+	pid=$SCHED_PID
+	[ $rc -eq 0 ] || fail "scx_nimble exited with $rc after SIGINT"
+	SCHED_PID=
+	i=0
+	while [ "$(sched_state)" != disabled ]; do
+		i=$((i + 1))
+		[ $i -gt 50 ] && fail "state is $(sched_state) 5 s after exit"
+		sleep 0.1
+	done
+	log "scx_nimble $pid exited 0, state disabled"
+}
+
+# counter NAME [LINE-PREFIX]: value of NAME= in the last line starting with
+# LINE-PREFIX (default "final:") that the scheduler printed.
+counter() {
+	grep "^${2:-final:}" "$SCHED_OUT" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$1=//p"
+}
+
+assert_counter() { # NAME OP VALUE
+	v=$(counter "$1")
+	[ -n "$v" ] || fail "counter $1 missing from: $(grep '^final:' "$SCHED_OUT")"
+	[ "$v" "$2" "$3" ] || fail "counter $1=$v, expected $2 $3"
+	echo "  ok: $1=$v $2 $3"
+}
+
+# The kernel must not have complained about the scheduler.
+assert_clean_dmesg() {
+	bad=$(dmesg | grep -iE 'sched_ext.*(error|stall|watchdog|disabled due)|runnable task stall' | grep -v 'sched_ext: BPF scheduler "nimble.*disabled (unregistered from user space)')
+	[ -z "$bad" ] || fail "kernel complained: $bad"
+}
+
+nr_cpus() { grep -c ^processor /proc/cpuinfo; }
+nr_nodes() { ls -d /sys/devices/system/node/node[0-9]* | wc -l; }
+nr_llcs() { cat /sys/devices/system/cpu/cpu[0-9]*/cache/index3/shared_cpu_list | sort -u | wc -l; }
+
+# proc_field PID FIELD: a field of /proc/PID/stat (1-based, after the comm).
+proc_field() {
+	sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f$(($2 - 2))
+}
