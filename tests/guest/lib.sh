@@ -32,17 +32,32 @@ assert_attached() {
 	attached || fail "scheduler not attached ($1): state=$(sched_state) ops=$(sched_ops)"
 }
 
+# wait_until TENTHS WHAT CMD...: poll CMD every 0.1 s; fail with WHAT after
+# TENTHS tries.
+wait_until() {
+	tries=$1 what=$2
+	shift 2
+	i=0
+	until "$@"; do
+		i=$((i + 1))
+		[ $i -gt "$tries" ] && fail "$what"
+		sleep 0.1
+	done
+}
+
+# The scheduler process is alive (fails the test if not) and attached.
+alive_and_attached() {
+	kill -0 "$SCHED_PID" 2>/dev/null || { wait "$SCHED_PID"; fail "scx_nimble exited (rc=$?)"; }
+	attached
+}
+
+state_disabled() { [ "$(sched_state)" = disabled ]; }
+
 # start_sched [scx_nimble flags]: start in the background, wait for attach.
 start_sched() {
 	scx_nimble "$@" >"$SCHED_OUT" 2>"$SCHED_ERR" &
 	SCHED_PID=$!
-	i=0
-	while ! attached; do
-		kill -0 "$SCHED_PID" 2>/dev/null || { wait "$SCHED_PID"; fail "scx_nimble exited early (rc=$?)"; }
-		i=$((i + 1))
-		[ $i -gt 600 ] && fail "scx_nimble did not attach within 60 s"
-		sleep 0.1
-	done
+	wait_until 600 "scx_nimble did not attach within 60 s" alive_and_attached
 	log "attached: $(sched_ops)"
 }
 
@@ -54,12 +69,7 @@ stop_sched() {
 	pid=$SCHED_PID
 	[ $rc -eq 0 ] || fail "scx_nimble exited with $rc after SIGINT"
 	SCHED_PID=
-	i=0
-	while [ "$(sched_state)" != disabled ]; do
-		i=$((i + 1))
-		[ $i -gt 50 ] && fail "state is $(sched_state) 5 s after exit"
-		sleep 0.1
-	done
+	wait_until 50 "sched_ext not disabled 5 s after exit" state_disabled
 	log "scx_nimble $pid exited 0, state disabled"
 }
 
