@@ -50,7 +50,7 @@ pub struct Opts {
 
 fn parse_interval(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.1 && v <= 3600.0 => Ok(v),
+        Ok(v) if (0.1..=3600.0).contains(&v) => Ok(v),
         Ok(_) => Err("must be between 0.1 and 3600 seconds".into()),
         Err(e) => Err(e.to_string()),
     }

@@ -93,7 +93,7 @@ mod tests {
     use super::*;
 
     fn raw(vals: &[(u32, u64)]) -> Vec<u8> {
-        let mut v = vec![0u64; NR_STATS];
+        let mut v = [0u64; NR_STATS];
         for &(i, x) in vals {
             v[i as usize] = x;
         }
