@@ -13,7 +13,7 @@ mod stats;
 mod topology;
 
 use anyhow::{bail, Context, Result};
-use clap::Parser;
+use clap::{Parser, Subcommand, ValueEnum};
 use log::info;
 use std::mem::MaybeUninit;
 use std::path::Path;
@@ -23,7 +23,61 @@ use std::sync::Arc;
 /// scx_nimble: per-LLC dispatch queues with local-first dispatch and
 /// topology-ordered stealing, for sched_ext kernels.
 #[derive(Debug, Parser)]
-#[command(name = "scx_nimble", disable_version_flag = true)]
+#[command(
+    name = "scx_nimble",
+    disable_version_flag = true,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    #[command(flatten)]
+    opts: Opts,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Show the scheduling domains the kernel builds for a CPU, with the
+    /// imb_numa_nr of each level; reads the live /sys or a snapshot of it.
+    Topology(TopologyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct TopologyArgs {
+    /// Root of the sysfs tree to read (a snapshot laid out like /sys works).
+    #[arg(long, value_name = "DIR", default_value = "/sys")]
+    sysfs_root: std::path::PathBuf,
+    /// Formula for imb_numa_nr.
+    #[arg(long, value_enum, default_value_t = Formula::Mainline)]
+    imb_formula: Formula,
+    /// The CPU whose domains to show.
+    #[arg(long, default_value_t = 0)]
+    cpu: usize,
+    /// Print one JSON object instead of the tree.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The imb_numa_nr formulas (see src/topology/imb.rs).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Formula {
+    Mainline,
+    #[value(name = "v5.18")]
+    V5_18,
+    V4,
+}
+
+impl From<Formula> for topology::imb::ImbFormula {
+    fn from(f: Formula) -> Self {
+        match f {
+            Formula::Mainline => Self::Mainline,
+            Formula::V5_18 => Self::V5_18,
+            Formula::V4 => Self::V4,
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
 pub struct Opts {
     /// Time slice in microseconds. Longer slices mean fewer context switches;
     /// shorter ones lower latency under contention.
@@ -57,8 +111,8 @@ fn parse_interval(s: &str) -> Result<f64, String> {
 }
 
 fn main() {
-    let opts = match Opts::try_parse() {
-        Ok(o) => o,
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
         Err(e) if !e.use_stderr() => e.exit(), // --help
         Err(e) => {
             // Bad input: clap's first line says what is wrong; skip the usage dump.
@@ -68,7 +122,11 @@ fn main() {
             std::process::exit(2);
         }
     };
-    if let Err(e) = run(&opts) {
+    let res = match &cli.cmd {
+        Some(Cmd::Topology(args)) => show_topology(args),
+        None => run(&cli.opts),
+    };
+    if let Err(e) = res {
         eprintln!("scx_nimble: error: {e:#}");
         std::process::exit(1);
     }
@@ -100,6 +158,17 @@ fn run(opts: &Opts) -> Result<()> {
             bail!("asked to restart while shutting down");
         }
         info!("the kernel asked for a restart (CPU hotplug?): reloading");
+    }
+    Ok(())
+}
+
+fn show_topology(a: &TopologyArgs) -> Result<()> {
+    let f = a.imb_formula.into();
+    let ds = topology::report::cpu_domains(&a.sysfs_root, a.cpu, f)?;
+    if a.json {
+        println!("{}", topology::report::json(a.cpu, f, &ds));
+    } else {
+        print!("{}", topology::report::human(a.cpu, f, &ds));
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! minute or more each, so they are ignored by default; the README's test
 //! command runs them with `--include-ignored`.
 
+use std::collections::BTreeMap;
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -10,21 +11,31 @@ use std::sync::Mutex;
 static VM: Mutex<()> = Mutex::new(());
 
 fn in_vm(topo: &str, script: &str) {
+    run_vm(topo, script);
+}
+
+/// Runs `script` in the VM and returns what it printed; panics if it failed.
+fn run_vm(topo: &str, script: &str) -> String {
     let _one = VM.lock().unwrap_or_else(|e| e.into_inner());
     let root = env!("CARGO_MANIFEST_DIR");
     let bin = env!("CARGO_BIN_EXE_scx_nimble");
-    let status = Command::new(format!("{root}/vm/nimble-vm"))
+    let out = Command::new(format!("{root}/vm/nimble-vm"))
         .current_dir(root)
         .args(["run", "--topo", topo, "--timeout", "400"])
         .arg("--add")
         .arg(format!("{bin}:/bin/scx_nimble"))
         .args(["--", &format!("/tests/{script}")])
-        .status()
+        .output()
         .expect("running vm/nimble-vm (did `vm/nimble-vm setup` run?)");
+    // Captured by the test harness: shown when the test fails (or --nocapture).
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
     assert!(
-        status.success(),
-        "{script} in VM topology {topo} failed: {status}"
+        out.status.success(),
+        "{script} in VM topology {topo} failed: {}",
+        out.status
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 macro_rules! vm_tests {
@@ -45,4 +56,100 @@ vm_tests! {
     n2l4_pinned_task_runs: "n2l4", "pinned.sh";
     n2l4_hotplug_restart: "n2l4", "hotplug.sh";
     flat_error_cases: "flat", "errors.sh";
+}
+
+/// A /proc/schedstat cpumask ("00000000,000000ff") as a sorted CPU list.
+fn hexmask_cpus(mask: &str) -> Vec<u64> {
+    let hex: String = mask.chars().filter(|c| *c != ',').collect();
+    let mut cpus = vec![];
+    for (i, d) in hex.chars().rev().enumerate() {
+        let v = d.to_digit(16).expect("hex mask");
+        cpus.extend(
+            (0..4)
+                .filter(|b| v & (1 << b) != 0)
+                .map(|b| (i * 4 + b) as u64),
+        );
+    }
+    cpus.sort();
+    cpus
+}
+
+fn cpulist_cpus(list: &str) -> Vec<u64> {
+    let mut cpus = vec![];
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => cpus.extend(a.parse::<u64>().unwrap()..=b.parse().unwrap()),
+            None => cpus.push(part.parse().unwrap()),
+        }
+    }
+    cpus
+}
+
+/// One level as the kernel shows it: name, CPUs, flags.
+type KernelDomain = (String, Vec<u64>, Vec<String>);
+
+/// Issue 3: `topology --json` names, spans and flags equal the guest kernel's
+/// (names and masks from /proc/schedstat, flags from debugfs) for every CPU.
+fn topology_matches_kernel(topo: &str) {
+    let out = run_vm(topo, "topology.sh");
+    // (cpu, domain index) -> level, from the kernel.
+    let mut kernel: BTreeMap<(String, String), KernelDomain> = BTreeMap::new();
+    for l in out.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let key = |w: &[&str]| (w[1].to_string(), w[2].to_string());
+        match w.first() {
+            Some(&"S") => kernel.entry(key(&w)).or_default().1 = hexmask_cpus(w[4]),
+            Some(&"K") => {
+                let e = kernel.entry(key(&w)).or_default();
+                e.0 = w[3].to_string();
+                e.2 = w[4..].iter().map(|s| s.to_string()).collect();
+            }
+            _ => {}
+        }
+    }
+    let mut checked = 0;
+    for l in out.lines().filter_map(|l| l.strip_prefix("J ")) {
+        let j: serde_json::Value = serde_json::from_str(l).expect("topology --json output");
+        let cpu = format!("cpu{}", j["cpu"]);
+        let ours = j["domains"].as_array().unwrap();
+        let theirs: Vec<&KernelDomain> = kernel
+            .iter()
+            .filter(|((c, _), _)| *c == cpu)
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(
+            ours.len(),
+            theirs.len(),
+            "{topo} {cpu}: ours {l}, kernel {theirs:?}"
+        );
+        for (d, (name, cpus, flags)) in ours.iter().zip(theirs) {
+            assert_eq!(d["name"], name.as_str(), "{topo} {cpu}: {l}");
+            assert_eq!(
+                &cpulist_cpus(d["cpus"].as_str().unwrap()),
+                cpus,
+                "{topo} {cpu} {name} span"
+            );
+            assert_eq!(d["span_weight"].as_u64().unwrap() as usize, cpus.len());
+            let f: Vec<&str> = d["flags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_str().unwrap())
+                .collect();
+            assert_eq!(f, *flags, "{topo} {cpu} {name} flags");
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= 4 * 3,
+        "only {checked} CPU/formula outputs checked in {topo}"
+    );
+}
+
+#[test]
+#[ignore = "boots a VM; run with --include-ignored"]
+fn topology_matches_kernel_on_every_topology() {
+    for topo in ["flat", "n2l4", "n4", "smt"] {
+        topology_matches_kernel(topo);
+    }
 }

@@ -3,10 +3,11 @@
 //! LLC dispatch queues. Pure data and maths; `from_scx` is the only part that
 //! looks at the running system.
 
-// Thresholds are computed and unit-tested here; pushing them into BPF is next.
-#[allow(dead_code)]
+pub mod domains;
 pub mod imb;
+pub mod report;
 mod steal;
+pub mod sysfs;
 
 pub use steal::steal_order;
 

@@ -1,0 +1,264 @@
+//! Reads the CPU/cache/NUMA layout from a sysfs tree: the live `/sys`, or a
+//! snapshot directory laid out like it. One code path for both, so a
+//! snapshot from any machine can be explained offline.
+
+use anyhow::{anyhow, bail, Context, Result};
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+pub type CpuSet = BTreeSet<usize>;
+
+/// What the kernel's topology code starts from, per online CPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SysTopo {
+    pub online: CpuSet,
+    /// Indexed by CPU id (None for offline CPUs).
+    pub cpus: Vec<Option<CpuInfo>>,
+    /// Online node ids, and the SLIT row of each (same order as `nodes`).
+    pub nodes: Vec<usize>,
+    pub distance: Vec<Vec<usize>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuInfo {
+    pub node: usize,
+    pub package: usize,
+    pub smt: CpuSet,
+    /// CPUs sharing the L2 (x86 "cluster"), when the kernel reports it.
+    pub cluster: Option<CpuSet>,
+    /// CPUs sharing the last-level cache.
+    pub llc: CpuSet,
+}
+
+impl SysTopo {
+    pub fn cpu(&self, cpu: usize) -> &CpuInfo {
+        self.cpus[cpu].as_ref().expect("online CPU")
+    }
+
+    pub fn node_index(&self, node: usize) -> usize {
+        self.nodes
+            .iter()
+            .position(|&n| n == node)
+            .expect("online node")
+    }
+
+    /// Every online CPU of `node`.
+    pub fn node_cpus(&self, node: usize) -> CpuSet {
+        self.online
+            .iter()
+            .copied()
+            .filter(|&c| self.cpu(c).node == node)
+            .collect()
+    }
+
+    /// Reads `ROOT/devices/system/{cpu,node}`. Errors name the file.
+    pub fn read(root: &Path) -> Result<Self> {
+        let cpu_dir = root.join("devices/system/cpu");
+        let node_dir = root.join("devices/system/node");
+        let online = parse_cpulist_file(&cpu_dir.join("online"))?;
+        let max = *online
+            .iter()
+            .max()
+            .ok_or_else(|| anyhow!("no online CPU"))?;
+
+        // Nodes: every nodeN directory, its CPUs and its distance row.
+        let mut nodes = vec![];
+        let mut node_of = vec![None; max + 1];
+        for (id, path) in numbered_entries(&node_dir, "node")? {
+            let cpus = parse_cpulist_file(&path.join("cpulist"))?;
+            for c in cpus.intersection(&online) {
+                node_of[*c] = Some(id);
+            }
+            nodes.push((id, path));
+        }
+        if nodes.is_empty() {
+            // A kernel without NUMA has no node directory: one node 0.
+            nodes.push((0, PathBuf::new()));
+            node_of.iter_mut().for_each(|n| *n = Some(0));
+        }
+        let mut distance = vec![];
+        for (_, path) in &nodes {
+            if path.as_os_str().is_empty() {
+                distance.push(vec![10]);
+                continue;
+            }
+            let file = path.join("distance");
+            let row: Vec<usize> = read(&file)?
+                .split_whitespace()
+                .map(|d| d.parse().map_err(|_| bad(&file, "not a list of numbers")))
+                .collect::<Result<_>>()?;
+            if row.len() != nodes.len() {
+                return Err(bad(
+                    &file,
+                    &format!("{} distances for {} nodes", row.len(), nodes.len()),
+                ));
+            }
+            distance.push(row);
+        }
+
+        let mut cpus = vec![None; max + 1];
+        for &c in &online {
+            let dir = cpu_dir.join(format!("cpu{c}"));
+            let topo = dir.join("topology");
+            let node = node_of[c].ok_or_else(|| {
+                anyhow!("{}: CPU {c} is in no node's cpulist", node_dir.display())
+            })?;
+            let package = read(&topo.join("physical_package_id"))?
+                .trim()
+                .parse()
+                .map_err(|_| bad(&topo.join("physical_package_id"), "not a number"))?;
+            let smt = online_part(
+                parse_cpulist_file(&topo.join("thread_siblings_list"))?,
+                &online,
+                c,
+                &topo,
+            )?;
+            let cluster_file = topo.join("cluster_cpus_list");
+            let cluster = match cluster_file.exists() {
+                true => Some(online_part(
+                    parse_cpulist_file(&cluster_file)?,
+                    &online,
+                    c,
+                    &topo,
+                )?),
+                false => None,
+            };
+            let llc = online_part(read_llc(&dir.join("cache"))?, &online, c, &dir)?;
+            cpus[c] = Some(CpuInfo {
+                node,
+                package,
+                smt,
+                cluster,
+                llc,
+            });
+        }
+        Ok(SysTopo {
+            online,
+            cpus,
+            nodes: nodes.into_iter().map(|(id, _)| id).collect(),
+            distance,
+        })
+    }
+}
+
+/// The shared_cpu_list of the highest-level data or unified cache.
+fn read_llc(cache: &Path) -> Result<CpuSet> {
+    let mut best: Option<(usize, CpuSet)> = None;
+    for (_, idx) in numbered_entries(cache, "index")? {
+        if read(&idx.join("type"))?.trim() == "Instruction" {
+            continue;
+        }
+        let level: usize = read(&idx.join("level"))?
+            .trim()
+            .parse()
+            .map_err(|_| bad(&idx.join("level"), "not a number"))?;
+        if best.as_ref().is_none_or(|(l, _)| level > *l) {
+            best = Some((level, parse_cpulist_file(&idx.join("shared_cpu_list"))?));
+        }
+    }
+    best.map(|(_, set)| set)
+        .ok_or_else(|| anyhow!("{}: no data or unified cache", cache.display()))
+}
+
+/// `set` restricted to online CPUs; it must contain `cpu` itself.
+fn online_part(set: CpuSet, online: &CpuSet, cpu: usize, dir: &Path) -> Result<CpuSet> {
+    if !set.contains(&cpu) {
+        bail!(
+            "{}: CPU {cpu}'s own mask does not contain it",
+            dir.display()
+        );
+    }
+    Ok(set.intersection(online).copied().collect())
+}
+
+/// `DIR/PREFIXN` entries, sorted by N.
+fn numbered_entries(dir: &Path, prefix: &str) -> Result<Vec<(usize, PathBuf)>> {
+    let mut out = vec![];
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && prefix == "node" => return Ok(out),
+        Err(e) => return Err(anyhow!("{}: {e}", dir.display())),
+    };
+    for e in entries {
+        let e = e.with_context(|| dir.display().to_string())?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(n) = name.strip_prefix(prefix).and_then(|n| n.parse().ok()) {
+            out.push((n, e.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn read(path: &Path) -> Result<String> {
+    fs::read_to_string(path).map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+fn bad(path: &Path, why: &str) -> anyhow::Error {
+    anyhow!("{}: {why}", path.display())
+}
+
+fn parse_cpulist_file(path: &Path) -> Result<CpuSet> {
+    parse_cpulist(&read(path)?).map_err(|why| bad(path, &why))
+}
+
+/// Parses the kernel's cpulist format: "0-3,8,10-11" (empty: no CPU).
+pub fn parse_cpulist(s: &str) -> std::result::Result<CpuSet, String> {
+    let mut set = CpuSet::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        let num = |x: &str| {
+            x.parse::<usize>()
+                .map_err(|_| format!("bad cpulist '{}'", s.trim()))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b {
+                    return Err(format!("bad range '{part}'"));
+                }
+                set.extend(a..=b);
+            }
+            None => {
+                set.insert(num(part)?);
+            }
+        }
+    }
+    Ok(set)
+}
+
+/// Formats a set the way the kernel prints cpulists.
+pub fn format_cpulist(set: &CpuSet) -> String {
+    let mut out: Vec<String> = vec![];
+    let mut it = set.iter().copied().peekable();
+    while let Some(start) = it.next() {
+        let mut end = start;
+        while it.peek() == Some(&(end + 1)) {
+            end = it.next().unwrap();
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpulist_round_trip() {
+        let s = parse_cpulist("0-3,8,10-11\n").unwrap();
+        assert_eq!(
+            s.iter().copied().collect::<Vec<_>>(),
+            vec![0, 1, 2, 3, 8, 10, 11]
+        );
+        assert_eq!(format_cpulist(&s), "0-3,8,10-11");
+        assert!(parse_cpulist("").unwrap().is_empty());
+        assert!(parse_cpulist("3-1").is_err());
+        assert!(parse_cpulist("x").is_err());
+    }
+}
