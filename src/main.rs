@@ -60,7 +60,7 @@ struct TopologyArgs {
 
 /// The imb_numa_nr formulas (see src/topology/imb.rs).
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum Formula {
+pub enum Formula {
     Mainline,
     #[value(name = "v5.18")]
     V5_18,
@@ -84,6 +84,16 @@ pub struct Opts {
     #[arg(short = 's', long, default_value_t = 5000,
           value_parser = clap::value_parser!(u64).range(100..=100_000))]
     pub slice_us: u64,
+
+    /// Formula for the NUMA imbalance thresholds (imb_numa_nr): the kernel's
+    /// since v6.0, its first merged version, or the LKML v4 patch's.
+    #[arg(long, value_enum, default_value_t = Formula::Mainline)]
+    pub imb_formula: Formula,
+
+    /// Override the threshold of NUMA level LEVEL (1 = nearest remote tier)
+    /// on every node, e.g. `--imb-numa-nr 1=4`. Repeatable.
+    #[arg(long, value_name = "LEVEL=VALUE", value_parser = topology::thresholds::parse_override)]
+    pub imb_numa_nr: Vec<topology::thresholds::Override>,
 
     /// Print a one-line counter summary every SECS seconds.
     #[arg(long, value_name = "SECS", value_parser = parse_interval)]

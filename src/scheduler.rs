@@ -1,22 +1,70 @@
 //! The loaded scheduler: fills the BPF tables from the topology, loads and
 //! attaches the struct_ops, reads counters, and detaches.
 
+use crate::bpf_intf::{nimble_limits_MAX_NUMA_LEVELS, numa_level};
 use crate::bpf_skel::*;
 use crate::stats::Counters;
-use crate::topology::{self, Layout};
+use crate::topology::sysfs::SysTopo;
+use crate::topology::{self, thresholds, Layout};
 use crate::Opts;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{debug, info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
 use std::mem::MaybeUninit;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+const MAX_NUMA_LEVELS: usize = nimble_limits_MAX_NUMA_LEVELS as usize;
 
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
     stats_interval: Option<Duration>,
+}
+
+/// Computes the NUMA imbalance thresholds from /sys, applies the overrides,
+/// logs them in one line and writes them into the numa_levels map.
+fn write_thresholds(skel: &BpfSkel, opts: &Opts) -> Result<()> {
+    let sys =
+        SysTopo::read(Path::new("/sys")).context("reading the topology for NUMA thresholds")?;
+    let mut th = thresholds::numa_thresholds(&sys, opts.imb_formula.into());
+    thresholds::apply_overrides(&mut th, &opts.imb_numa_nr)?;
+    info!(
+        "imb_numa_nr ({}): {}",
+        topology::report::formula_name(opts.imb_formula.into()),
+        thresholds::summary(&th)
+    );
+    for (node, levels) in &th {
+        if *node >= topology::MAX_NODES || levels.len() > MAX_NUMA_LEVELS {
+            bail!(
+                "node {node} with {} NUMA levels exceeds the BPF tables",
+                levels.len()
+            );
+        }
+        for (i, l) in levels.iter().enumerate() {
+            let key = (node * MAX_NUMA_LEVELS + i) as u32;
+            let val = numa_level {
+                distance: l.distance as u32,
+                span_weight: l.span_weight as u32,
+                imb_numa_nr: l.imb_numa_nr as u32,
+                pad: 0,
+            };
+            // SAFETY: numa_level is a plain C struct generated from intf.h.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(
+                    &val as *const numa_level as *const u8,
+                    std::mem::size_of::<numa_level>(),
+                )
+            };
+            skel.maps
+                .numa_levels
+                .update(&key.to_ne_bytes(), bytes, MapFlags::ANY)
+                .context("writing the numa_levels map")?;
+        }
+    }
+    Ok(())
 }
 
 impl<'a> Scheduler<'a> {
@@ -67,6 +115,7 @@ impl<'a> Scheduler<'a> {
         }
 
         let mut skel = scx_ops_load!(skel, nimble_ops, uei)?;
+        write_thresholds(&skel, opts)?;
         let link = scx_ops_attach!(skel, nimble_ops)?;
         info!("scheduler attached");
 

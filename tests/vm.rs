@@ -153,3 +153,70 @@ fn topology_matches_kernel_on_every_topology() {
         topology_matches_kernel(topo);
     }
 }
+
+/// Issue 3, acceptance 4: the numa_levels map holds, for every node, the
+/// imb_numa_nr of each NUMA level `topology` prints (or the override).
+fn thresholds_in_map(topo: &str) {
+    let out = run_vm(topo, "thresholds.sh");
+    let mut configs = 0;
+    let mut map: Vec<serde_json::Value> = vec![];
+    let mut ovr: Option<(usize, u64)> = None;
+    for l in out.lines() {
+        if let Some(f) = l.strip_prefix("F ") {
+            let o = f.split_whitespace().nth(1).unwrap();
+            ovr = o
+                .split_once('=')
+                .map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap()));
+            configs += 1;
+        } else if let Some(b) = l.strip_prefix("B ") {
+            map = serde_json::from_str(b).expect("bpftool JSON");
+        } else if let Some(t) = l.strip_prefix("T ") {
+            let (node, json) = t.split_once(' ').unwrap();
+            let node: usize = node.parse().unwrap();
+            let j: serde_json::Value = serde_json::from_str(json).unwrap();
+            let numa: Vec<&serde_json::Value> = j["domains"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| {
+                    d["flags"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|f| f == "SD_NUMA")
+                })
+                .collect();
+            assert!(!numa.is_empty(), "{topo}: node {node} has no NUMA level");
+            for (i, d) in numa.iter().enumerate() {
+                let key = node * 8 + i; // MAX_NUMA_LEVELS
+                let entry = map
+                    .iter()
+                    .find(|e| e["formatted"]["key"].as_u64() == Some(key as u64))
+                    .expect("map entry");
+                let v = &entry["formatted"]["value"];
+                let want = match ovr {
+                    Some((level, value)) if level == i + 1 => value,
+                    _ => d["imb_numa_nr"].as_u64().unwrap(),
+                };
+                assert_eq!(
+                    v["imb_numa_nr"].as_u64().unwrap(),
+                    want,
+                    "{topo} node {node} level {i}: {v}"
+                );
+                assert_eq!(
+                    v["span_weight"], d["span_weight"],
+                    "{topo} node {node} level {i}"
+                );
+            }
+        }
+    }
+    assert_eq!(configs, 2, "{topo}: expected two configurations");
+}
+
+#[test]
+#[ignore = "boots a VM; run with --include-ignored"]
+fn thresholds_in_map_match_topology() {
+    for topo in ["n2l4", "n4"] {
+        thresholds_in_map(topo);
+    }
+}

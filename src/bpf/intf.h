@@ -11,6 +11,21 @@ enum nimble_limits {
 	MAX_CPUS	= 512,
 	MAX_LLCS	= 64,
 	MAX_NODES	= 32,
+	/* SD_NUMA levels per node (one per distinct remote SLIT distance). */
+	MAX_NUMA_LEVELS	= 8,
+};
+
+/*
+ * One SD_NUMA level of a node's domain hierarchy, as build_sched_domains()
+ * sees it from that node's CPUs. Userspace computes these (src/topology/)
+ * and writes them into the numa_levels map at key
+ * node * MAX_NUMA_LEVELS + level, level 0 being the nearest remote tier.
+ */
+struct numa_level {
+	unsigned int distance;		/* SLIT distance the level spans up to */
+	unsigned int span_weight;	/* CPUs in the level's span */
+	unsigned int imb_numa_nr;	/* running tasks it tolerates imbalanced */
+	unsigned int pad;
 };
 
 /*

@@ -27,6 +27,17 @@ struct {
 	__type(value, struct mask_slot);
 } node_masks SEC(".maps");
 
+/*
+ * NUMA imbalance thresholds per (node, SD_NUMA level), written by userspace
+ * after load and updatable while running. Read by the NUMA gate.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_NODES * MAX_NUMA_LEVELS);
+	__type(key, u32);
+	__type(value, struct numa_level);
+} numa_levels SEC(".maps");
+
 static __always_inline const struct cpumask *slot_mask(void *map, u32 id)
 {
 	struct mask_slot *slot = bpf_map_lookup_elem(map, &id);

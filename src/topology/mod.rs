@@ -8,6 +8,7 @@ pub mod imb;
 pub mod report;
 mod steal;
 pub mod sysfs;
+pub mod thresholds;
 
 pub use steal::steal_order;
 

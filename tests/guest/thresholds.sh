@@ -1,0 +1,26 @@
+#!/bin/sh
+# Issue 3, acceptance 4: the numa_levels map inside the running scheduler
+# holds what `scx_nimble topology` prints. Prints, per configuration, the map
+# (bpftool JSON) and the topology of each node's first CPU for tests/vm.rs.
+. /tests/lib.sh
+
+run_config() { # FORMULA [OVERRIDE]
+	f=$1 ovr=$2
+	start_sched --imb-formula "$f" ${ovr:+--imb-numa-nr "$ovr"}
+	grep "imb_numa_nr ($f)" "$SCHED_ERR" || fail "no threshold line at startup"
+	echo "F $f ${ovr:-none}"
+	echo "B $(bpftool -j map dump name numa_levels)"
+	for n in /sys/devices/system/node/node[0-9]*; do
+		node=${n##*node}
+		cpu=$(cut -d, -f1 "$n/cpulist" | cut -d- -f1)
+		echo "T $node $(scx_nimble topology --cpu "$cpu" --imb-formula "$f" --json)"
+	done
+	stop_sched
+}
+
+run_config mainline
+run_config v4 1=5
+expect_fail=$(scx_nimble --imb-numa-nr 9=1 2>&1) && fail "a level the machine lacks was accepted"
+echo "bad level: $expect_fail"
+[ "$(sched_state)" = disabled ] || fail "state $(sched_state) after a refused override"
+pass "thresholds printed"
