@@ -420,4 +420,168 @@ pub(crate) mod tests {
             );
         }
     }
+
+    fn attached_names(t: &SysTopo, cpu: usize) -> Vec<(&'static str, usize)> {
+        attached(&full_domains(
+            t,
+            cpu,
+            ImbFormula::Mainline,
+            RECLAIM_DISTANCE,
+        ))
+        .iter()
+        .map(|d| (d.name, d.span.len()))
+        .collect()
+    }
+
+    #[test]
+    fn intel_snc2_clips_the_llc_to_the_node_and_drops_pkg() {
+        // 2 sockets x 2 SNC nodes x 16 cores x 2 threads; L3 reported package-wide.
+        let d: Vec<Vec<usize>> = (0..4)
+            .map(|a| {
+                (0..4)
+                    .map(|b| {
+                        if a == b {
+                            10
+                        } else if a / 2 == b / 2 {
+                            11
+                        } else {
+                            21
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut t = machine(&Spec {
+            nodes: 4,
+            nodes_per_pkg: 2,
+            llcs_per_node: 1,
+            cores_per_llc: 16,
+            smt: 2,
+            distance: d,
+        });
+        for c in t.cpus.iter_mut().flatten() {
+            let pkg0 = c.package * 64;
+            c.llc = (pkg0..pkg0 + 64).collect();
+        }
+        assert!(numa_in_package(&t));
+        let full = full_domains(&t, 0, ImbFormula::Mainline, RECLAIM_DISTANCE);
+        assert!(full.iter().all(|d| d.name != "PKG"));
+        assert_eq!(
+            attached_names(&t, 0),
+            vec![("SMT", 2), ("MC", 32), ("NUMA", 64), ("NUMA", 128)]
+        );
+        // One LLC per node: 32 >> 3 = 4 at NODE, then x1 and x2 over the 64-CPU NUMA span.
+        let numa: Vec<usize> = full
+            .iter()
+            .filter(|d| d.flags & SD_NUMA != 0)
+            .map(|d| d.imb_numa_nr)
+            .collect();
+        assert_eq!(numa, vec![4, 8]);
+    }
+
+    #[test]
+    fn eight_nodes_in_a_ring_of_distances() {
+        // 8 nodes of 4 CPUs: distance grows with ring distance (10/16/22/28/40).
+        let d: Vec<Vec<usize>> = (0..8usize)
+            .map(|a| {
+                (0..8usize)
+                    .map(|b| {
+                        let r = a.abs_diff(b).min(8 - a.abs_diff(b));
+                        10 + 6 * r + if r == 4 { 6 } else { 0 }
+                    })
+                    .collect()
+            })
+            .collect();
+        let t = machine(&Spec {
+            nodes: 8,
+            nodes_per_pkg: 1,
+            llcs_per_node: 1,
+            cores_per_llc: 4,
+            smt: 1,
+            distance: d,
+        });
+        let a = attached(&full_domains(&t, 0, ImbFormula::Mainline, RECLAIM_DISTANCE));
+        assert_eq!(
+            names(&a),
+            vec![
+                ("MC", 4),
+                ("NUMA", 12),
+                ("NUMA", 20),
+                ("NUMA", 28),
+                ("NUMA", 32)
+            ]
+        );
+        // Beyond the reclaim distance (30: the 40 level) fork balancing stops.
+        let fork: Vec<bool> = a.iter().map(|d| d.flags & SD_BALANCE_FORK != 0).collect();
+        assert_eq!(fork, vec![true, true, true, true, false]);
+        let imb: Vec<usize> = a.iter().map(|d| d.imb_numa_nr).collect();
+        assert_eq!(imb, vec![0, 1, 1, 2, 2]); // 4 >> 3 -> 1; spans 12, 20, 28, 32 over 12
+    }
+
+    #[test]
+    fn offline_cpus_leave_the_spans() {
+        let mut t = machine(&Spec {
+            nodes: 2,
+            nodes_per_pkg: 1,
+            llcs_per_node: 2,
+            cores_per_llc: 2,
+            smt: 1,
+            distance: two(20),
+        });
+        // CPU 1 offline: LLC 0 keeps only CPU 0, so MC degenerates for CPU 0.
+        t.online.remove(&1);
+        t.cpus[1] = None;
+        for c in t.cpus.iter_mut().flatten() {
+            c.llc.remove(&1);
+            c.smt.remove(&1);
+            c.cluster.as_mut().map(|s| s.remove(&1));
+        }
+        assert_eq!(attached_names(&t, 0), vec![("PKG", 3), ("NUMA", 7)]);
+        assert_eq!(
+            attached_names(&t, 2),
+            vec![("MC", 2), ("PKG", 3), ("NUMA", 7)]
+        );
+    }
+
+    #[test]
+    fn asymmetric_nodes_get_their_own_thresholds() {
+        // Node 0: 2 LLCs of 4; node 1: 1 LLC of 4 (node 1's second LLC offline).
+        let mut t = machine(&Spec {
+            nodes: 2,
+            nodes_per_pkg: 1,
+            llcs_per_node: 2,
+            cores_per_llc: 4,
+            smt: 1,
+            distance: two(20),
+        });
+        for c in 12..16 {
+            t.online.remove(&c);
+            t.cpus[c] = None;
+        }
+        let numa = |cpu| -> usize {
+            full_domains(&t, cpu, ImbFormula::Mainline, RECLAIM_DISTANCE)
+                .iter()
+                .find(|d| d.name == "NUMA")
+                .unwrap()
+                .imb_numa_nr
+        };
+        assert_eq!(numa(0), 2); // two LLCs in the node
+        assert_eq!(numa(8), 1); // one 4-CPU LLC: 4 >> 3 -> floor 1
+    }
+
+    #[test]
+    fn llc_equals_node_single_socket() {
+        let t = machine(&Spec {
+            nodes: 1,
+            nodes_per_pkg: 1,
+            llcs_per_node: 1,
+            cores_per_llc: 8,
+            smt: 2,
+            distance: vec![vec![10]],
+        });
+        assert_eq!(attached_names(&t, 0), vec![("SMT", 2), ("MC", 16)]);
+        assert!(full_domains(&t, 0, ImbFormula::Mainline, RECLAIM_DISTANCE)
+            .iter()
+            .all(|d| d.imb_numa_nr <= 2));
+    }
 }

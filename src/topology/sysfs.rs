@@ -261,4 +261,94 @@ mod tests {
         assert!(parse_cpulist("3-1").is_err());
         assert!(parse_cpulist("x").is_err());
     }
+
+    /// Writes a sysfs snapshot of `t` under a fresh directory.
+    fn write_snapshot(t: &SysTopo) -> PathBuf {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "nimble-sysfs-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let w = |p: &str, v: String| {
+            let p = root.join(p);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, v + "\n").unwrap();
+        };
+        w("devices/system/cpu/online", format_cpulist(&t.online));
+        for &c in &t.online {
+            let i = t.cpu(c);
+            let d = format!("devices/system/cpu/cpu{c}");
+            w(
+                &format!("{d}/topology/physical_package_id"),
+                i.package.to_string(),
+            );
+            w(
+                &format!("{d}/topology/thread_siblings_list"),
+                format_cpulist(&i.smt),
+            );
+            w(&format!("{d}/cache/index0/level"), "1".into());
+            w(&format!("{d}/cache/index0/type"), "Instruction".into());
+            w(
+                &format!("{d}/cache/index0/shared_cpu_list"),
+                "0-1000".into(),
+            );
+            w(&format!("{d}/cache/index3/level"), "3".into());
+            w(&format!("{d}/cache/index3/type"), "Unified".into());
+            w(
+                &format!("{d}/cache/index3/shared_cpu_list"),
+                format_cpulist(&i.llc),
+            );
+        }
+        for (k, &n) in t.nodes.iter().enumerate() {
+            let d = format!("devices/system/node/node{n}");
+            w(&format!("{d}/cpulist"), format_cpulist(&t.node_cpus(n)));
+            w(
+                &format!("{d}/distance"),
+                t.distance[k]
+                    .iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+        }
+        root
+    }
+
+    #[test]
+    fn snapshot_round_trip_and_broken_files() {
+        use crate::topology::domains::tests::{machine, Spec};
+        let mut t = machine(&Spec {
+            nodes: 2,
+            nodes_per_pkg: 1,
+            llcs_per_node: 2,
+            cores_per_llc: 2,
+            smt: 2,
+            distance: vec![vec![10, 21], vec![21, 10]],
+        });
+        t.cpus.iter_mut().flatten().for_each(|c| c.cluster = None);
+        let root = write_snapshot(&t);
+        assert_eq!(SysTopo::read(&root).unwrap(), t);
+
+        fs::write(
+            root.join("devices/system/node/node1/distance"),
+            "21 10 30\n",
+        )
+        .unwrap();
+        let e = SysTopo::read(&root).unwrap_err().to_string();
+        assert!(e.contains("node1/distance: 3 distances for 2 nodes"), "{e}");
+        fs::write(root.join("devices/system/node/node1/distance"), "21 10\n").unwrap();
+        fs::remove_file(root.join("devices/system/cpu/cpu3/topology/thread_siblings_list"))
+            .unwrap();
+        let e = SysTopo::read(&root).unwrap_err().to_string();
+        assert!(
+            e.contains("cpu3/topology/thread_siblings_list: No such file"),
+            "{e}"
+        );
+        fs::write(root.join("devices/system/cpu/online"), "0-x\n").unwrap();
+        let e = SysTopo::read(&root).unwrap_err().to_string();
+        assert!(e.contains("cpu/online: bad cpulist"), "{e}");
+        fs::remove_dir_all(&root).unwrap();
+    }
 }
