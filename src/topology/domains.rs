@@ -227,6 +227,7 @@ pub fn attached(full: &[Domain]) -> Vec<Domain> {
 pub(crate) mod tests {
     use super::*;
     use crate::topology::sysfs::CpuInfo;
+    use crate::topology::tests::{srikar4, two_nodes};
 
     /// A machine of `nodes` nodes, each `pkgs_per_node` packages (or, when
     /// `nodes_per_pkg` > 1, several nodes per package), `llcs` LLCs per node of
@@ -265,25 +266,37 @@ pub(crate) mod tests {
         }
     }
 
-    fn names(ds: &[Domain]) -> Vec<(&str, usize)> {
-        ds.iter().map(|d| (d.name, d.span.len())).collect()
-    }
-
-    fn two(near: usize) -> Vec<Vec<usize>> {
-        vec![vec![10, near], vec![near, 10]]
-    }
-
-    #[test]
-    fn vm_n2l4_matches_the_guest() {
-        // 2 nodes x 2 LLCs of 2 CPUs, no SMT: the guest shows MC, PKG, NUMA.
-        let t = machine(&Spec {
+    /// The VM harness topologies (vm/nimble-vm topos).
+    pub fn vm_n2l4() -> SysTopo {
+        machine(&Spec {
             nodes: 2,
             nodes_per_pkg: 1,
             llcs_per_node: 2,
             cores_per_llc: 2,
             smt: 1,
-            distance: two(20),
-        });
+            distance: two_nodes(20),
+        })
+    }
+
+    pub fn vm_n4() -> SysTopo {
+        machine(&Spec {
+            nodes: 4,
+            nodes_per_pkg: 1,
+            llcs_per_node: 1,
+            cores_per_llc: 2,
+            smt: 1,
+            distance: srikar4(),
+        })
+    }
+
+    fn names(ds: &[Domain]) -> Vec<(&str, usize)> {
+        ds.iter().map(|d| (d.name, d.span.len())).collect()
+    }
+
+    #[test]
+    fn vm_n2l4_matches_the_guest() {
+        // 2 nodes x 2 LLCs of 2 CPUs, no SMT: the guest shows MC, PKG, NUMA.
+        let t = vm_n2l4();
         let full = full_domains(&t, 0, ImbFormula::Mainline, RECLAIM_DISTANCE);
         assert_eq!(
             names(&full),
@@ -317,20 +330,7 @@ pub(crate) mod tests {
 
     #[test]
     fn vm_n4_far_level_loses_fork_balancing() {
-        let d = vec![
-            vec![10, 20, 40, 40],
-            vec![20, 10, 40, 40],
-            vec![40, 40, 10, 20],
-            vec![40, 40, 20, 10],
-        ];
-        let t = machine(&Spec {
-            nodes: 4,
-            nodes_per_pkg: 1,
-            llcs_per_node: 1,
-            cores_per_llc: 2,
-            smt: 1,
-            distance: d,
-        });
+        let t = vm_n4();
         let a = attached(&full_domains(&t, 0, ImbFormula::Mainline, RECLAIM_DISTANCE));
         assert_eq!(names(&a), vec![("MC", 2), ("NUMA", 4), ("NUMA", 8)]);
         assert_eq!(
@@ -347,7 +347,7 @@ pub(crate) mod tests {
             llcs_per_node: 1,
             cores_per_llc: 2,
             smt: 2,
-            distance: two(20),
+            distance: two_nodes(20),
         });
         let a = attached(&full_domains(&t, 0, ImbFormula::Mainline, RECLAIM_DISTANCE));
         assert_eq!(names(&a), vec![("SMT", 2), ("MC", 4), ("NUMA", 8)]);
@@ -520,14 +520,7 @@ pub(crate) mod tests {
 
     #[test]
     fn offline_cpus_leave_the_spans() {
-        let mut t = machine(&Spec {
-            nodes: 2,
-            nodes_per_pkg: 1,
-            llcs_per_node: 2,
-            cores_per_llc: 2,
-            smt: 1,
-            distance: two(20),
-        });
+        let mut t = vm_n2l4();
         // CPU 1 offline: LLC 0 keeps only CPU 0, so MC degenerates for CPU 0.
         t.online.remove(&1);
         t.cpus[1] = None;
@@ -552,7 +545,7 @@ pub(crate) mod tests {
             llcs_per_node: 2,
             cores_per_llc: 4,
             smt: 1,
-            distance: two(20),
+            distance: two_nodes(20),
         });
         for c in 12..16 {
             t.online.remove(&c);

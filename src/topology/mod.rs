@@ -152,6 +152,22 @@ impl Layout {
 pub(crate) mod tests {
     use super::*;
 
+    /// SLIT of Srikar's 4-node machine (seed 003) and of the `n4` VM: pairs
+    /// 0-1 and 2-3 at 20, everything else at 40.
+    pub fn srikar4() -> Vec<Vec<usize>> {
+        vec![
+            vec![10, 20, 40, 40],
+            vec![20, 10, 40, 40],
+            vec![40, 40, 10, 20],
+            vec![40, 40, 20, 10],
+        ]
+    }
+
+    /// Two nodes at distance `near`.
+    pub fn two_nodes(near: usize) -> Vec<Vec<usize>> {
+        vec![vec![10, near], vec![near, 10]]
+    }
+
     /// `nodes` nodes of `llcs` LLCs of `cpus` CPUs, numbered in order.
     pub fn grid(nodes: usize, llcs: usize, cpus: usize, distance: Vec<Vec<usize>>) -> Layout {
         let n = nodes * llcs * cpus;

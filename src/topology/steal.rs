@@ -44,7 +44,7 @@ fn rotate_after(tier: &[usize], own: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::tests::grid;
+    use crate::topology::tests::{grid, srikar4};
 
     fn is_permutation(order: &[usize], n: usize) -> bool {
         let mut v = order.to_vec();
@@ -71,12 +71,7 @@ mod tests {
     #[test]
     fn four_nodes_by_distance() {
         // Srikar's machine: 0-1 and 2-3 at 20, the rest at 40.
-        let d = vec![
-            vec![10, 20, 40, 40],
-            vec![20, 10, 40, 40],
-            vec![40, 40, 10, 20],
-            vec![40, 40, 20, 10],
-        ];
+        let d = srikar4();
         let l = grid(4, 1, 2, d);
         let o = steal_order(&l);
         assert_eq!(o[0], vec![0, 1, 2, 3]);

@@ -109,28 +109,11 @@ pub fn summary(th: &[(usize, Vec<NumaLevel>)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::domains::tests::{machine, Spec};
-
-    fn n4() -> SysTopo {
-        let d = vec![
-            vec![10, 20, 40, 40],
-            vec![20, 10, 40, 40],
-            vec![40, 40, 10, 20],
-            vec![40, 40, 20, 10],
-        ];
-        machine(&Spec {
-            nodes: 4,
-            nodes_per_pkg: 1,
-            llcs_per_node: 1,
-            cores_per_llc: 2,
-            smt: 1,
-            distance: d,
-        })
-    }
+    use crate::topology::domains::tests::vm_n4;
 
     #[test]
     fn per_node_levels_with_distances() {
-        let th = numa_thresholds(&n4(), ImbFormula::Mainline);
+        let th = numa_thresholds(&vm_n4(), ImbFormula::Mainline);
         assert_eq!(th.len(), 4);
         // 2-CPU nodes, one LLC: 2 >> 3 = 0 -> 1; span 4 then 8 over ref span 4.
         assert_eq!(
@@ -153,7 +136,7 @@ mod tests {
 
     #[test]
     fn overrides() {
-        let mut th = numa_thresholds(&n4(), ImbFormula::V4);
+        let mut th = numa_thresholds(&vm_n4(), ImbFormula::V4);
         apply_overrides(&mut th, &[parse_override("2=7").unwrap()]).unwrap();
         assert!(th.iter().all(|(_, l)| l[1].imb_numa_nr == 7));
         assert!(apply_overrides(&mut th, &[parse_override("3=1").unwrap()]).is_err());
