@@ -1,7 +1,8 @@
 #!/bin/sh
 # Issue 2, acceptance 4 (guest part): not root, a scheduler already loaded, and
 # bad flags each give one clear line and a non-zero exit, and leave the state
-# as it was. (No sched_ext at all is tested on the host: tests/cli.rs.)
+# as it was; SIGTERM stops it cleanly. (No sched_ext at all is tested on the
+# host: tests/cli.rs.)
 . /tests/lib.sh
 
 # expect_error NAME PATTERN CMD...: exit != 0, exactly one stderr line matching.
@@ -33,5 +34,15 @@ sleep 1
 kill -0 $first || fail "first instance died"
 assert_attached "after the second instance was refused"
 stop_sched
+
+# SIGTERM (what systemd and kill send) is a clean stop too.
+start_sched
+kill -TERM "$SCHED_PID"
+wait "$SCHED_PID"
+rc=$?
+SCHED_PID=
+[ $rc -eq 0 ] || fail "scx_nimble exited $rc after SIGTERM"
+wait_until 50 "sched_ext not disabled 5 s after SIGTERM" state_disabled
+echo "  ok: SIGTERM -> rc=0, state disabled"
 assert_clean_dmesg
 pass "error cases"
