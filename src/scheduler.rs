@@ -22,6 +22,7 @@ pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
     stats_interval: Option<Duration>,
+    nr_nodes: usize,
 }
 
 /// Computes the NUMA imbalance thresholds from /sys, applies the overrides,
@@ -123,6 +124,7 @@ impl<'a> Scheduler<'a> {
             skel,
             link: Some(link),
             stats_interval: opts.stats.map(Duration::from_secs_f64),
+            nr_nodes: layout.nr_nodes(),
         })
     }
 
@@ -134,8 +136,12 @@ impl<'a> Scheduler<'a> {
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
             .context("reading the stats map")?
             .unwrap_or_default();
-        let pending = self.skel.maps.bss_data.as_ref().unwrap().nr_pending;
-        Ok(Counters::from_percpu(&per_cpu, pending))
+        let bss = self.skel.maps.bss_data.as_ref().unwrap();
+        let nodes = bss.node_nr_running[..self.nr_nodes]
+            .iter()
+            .map(|&n| n as i64)
+            .collect();
+        Ok(Counters::from_percpu(&per_cpu, bss.nr_pending, nodes))
     }
 
     /// Runs until a shutdown request or the kernel unloads us; detaches, prints
@@ -157,7 +163,7 @@ impl<'a> Scheduler<'a> {
         self.link.take();
         let fin = self.counters()?;
         println!("final: {fin} imbalance={}", fin.imbalance());
-        if fin.imbalance() != 0 || fin.pending != 0 {
+        if fin.imbalance() != 0 || fin.pending != 0 || fin.node_running.iter().any(|&n| n != 0) {
             warn!(
                 "counters do not balance: {} inserted, {} unaccounted",
                 fin.inserted(),

@@ -7,11 +7,13 @@ use std::fmt;
 
 pub const NR_STATS: usize = nimble_stat_NR_NIMBLE_STATS as usize;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counters {
     pub cnt: [u64; NR_STATS],
     /// Tasks queued by us that have neither run nor been dropped.
     pub pending: u64,
+    /// Runnable tasks per node (signed: a bug would show as negative).
+    pub node_running: Vec<i64>,
 }
 
 /// (index, short name) of every counter, in print order.
@@ -35,9 +37,10 @@ const NAMES: [(u32, &str); NR_STATS] = [
 
 impl Counters {
     /// Sums per-CPU copies of `struct nimble_stats` (raw map values).
-    pub fn from_percpu(values: &[Vec<u8>], pending: u64) -> Self {
+    pub fn from_percpu(values: &[Vec<u8>], pending: u64, node_running: Vec<i64>) -> Self {
         let mut c = Counters {
             pending,
+            node_running,
             ..Default::default()
         };
         for v in values {
@@ -84,7 +87,9 @@ impl fmt::Display for Counters {
             }
             write!(f, "{name}={}", self.cnt[*idx as usize])?;
         }
-        write!(f, " pending={}", self.pending)
+        write!(f, " pending={}", self.pending)?;
+        let nodes: Vec<String> = self.node_running.iter().map(|n| n.to_string()).collect();
+        write!(f, " node_running={}", nodes.join(","))
     }
 }
 
@@ -118,7 +123,7 @@ mod tests {
             (nimble_stat_STAT_RUN_DIRECT, 2),
         ]);
         let cpu2 = raw(&[(nimble_stat_STAT_RUN_LLC_REMOTE, 1)]);
-        let c = Counters::from_percpu(&[cpu0, cpu1, cpu2], 1);
+        let c = Counters::from_percpu(&[cpu0, cpu1, cpu2], 1, vec![2, 0]);
         assert_eq!(c.inserted(), 7);
         assert_eq!(c.dispatched(), 6);
         assert_eq!(c.imbalance(), 0);
@@ -127,7 +132,7 @@ mod tests {
             line.contains("ins_llc=5") && line.contains("steal_remote=1"),
             "{line}"
         );
-        assert!(line.ends_with("pending=1"));
+        assert!(line.ends_with("pending=1 node_running=2,0"), "{line}");
     }
 
     #[test]
@@ -136,7 +141,7 @@ mod tests {
             (nimble_stat_STAT_INS_LLC, 4),
             (nimble_stat_STAT_RUN_LLC_NODE, 2),
         ]);
-        let c = Counters::from_percpu(&[cpu0], 1);
+        let c = Counters::from_percpu(&[cpu0], 1, vec![]);
         assert_eq!(c.imbalance(), 1);
     }
 }

@@ -53,6 +53,8 @@ vm_tests! {
     n2l4_attach_load: "n2l4", "attach_load.sh";
     n4_attach_load: "n4", "attach_load.sh";
     smt_attach_load: "smt", "attach_load.sh";
+    n2l4_node_running_counts: "n2l4", "nodes.sh";
+    n4_node_running_counts: "n4", "nodes.sh";
     n2l4_pinned_task_runs: "n2l4", "pinned.sh";
     n2l4_hotplug_restart: "n2l4", "hotplug.sh";
     flat_error_cases: "flat", "errors.sh";

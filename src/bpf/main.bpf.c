@@ -8,12 +8,14 @@
  *   llc_dsq.bpf.h  per-LLC vtime DSQs, stealing order, idle kicks
  *   topo.bpf.h     LLC/node cpumasks built from userspace's tables
  *   stats.bpf.h    per-CPU counters and exact queue-path accounting
+ *   numa.bpf.h     per-node load, the input of the NUMA rules
  */
 #include "nimble.bpf.h"
 #include "stats.bpf.h"
 #include "topo.bpf.h"
 #include "idle.bpf.h"
 #include "llc_dsq.bpf.h"
+#include "numa.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -85,6 +87,23 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 		return;
 	tctx->run_start = bpf_ktime_get_ns();
 	path_run(tctx, scx_bpf_task_cpu(p));
+	node_moved(tctx, scx_bpf_task_cpu(p));
+}
+
+void BPF_STRUCT_OPS(nimble_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
+	if (tctx)
+		node_runnable(tctx, scx_bpf_task_cpu(p));
+}
+
+void BPF_STRUCT_OPS(nimble_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
+	if (tctx)
+		node_quiescent(tctx);
 }
 
 void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
@@ -117,6 +136,7 @@ s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,
 	mask = bpf_cpumask_create();
 	if (!mask)
 		return -ENOMEM;
+	tctx->rq_node = -1;
 	mask = bpf_kptr_xchg(&tctx->tmp, mask);
 	if (mask)
 		bpf_cpumask_release(mask);
@@ -129,8 +149,10 @@ void BPF_STRUCT_OPS(nimble_exit_task, struct task_struct *p,
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
 	/* Exiting, or handed back to the kernel at unload: close its books. */
-	if (tctx)
+	if (tctx) {
 		path_drop(tctx);
+		node_quiescent(tctx);
+	}
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_init)
@@ -159,8 +181,10 @@ SCX_OPS_DEFINE(nimble_ops,
 	       .select_cpu	= (void *)nimble_select_cpu,
 	       .enqueue		= (void *)nimble_enqueue,
 	       .dispatch	= (void *)nimble_dispatch,
+	       .runnable	= (void *)nimble_runnable,
 	       .running		= (void *)nimble_running,
 	       .stopping	= (void *)nimble_stopping,
+	       .quiescent	= (void *)nimble_quiescent,
 	       .enable		= (void *)nimble_enable,
 	       .init_task	= (void *)nimble_init_task,
 	       .exit_task	= (void *)nimble_exit_task,

@@ -86,6 +86,7 @@ struct task_ctx {
 	u64 run_start;		/* when the task last started running */
 	u32 path;		/* enum queue_path: how it was last queued */
 	u32 queued_llc;		/* LLC DSQ it was queued on, for PATH_LLC */
+	s32 rq_node;		/* node whose nr_running counts it, -1: none */
 };
 
 /* How a task reached the CPU it runs on next (accounting in stats.bpf.h). */

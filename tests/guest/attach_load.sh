@@ -30,6 +30,8 @@ echo "$(grep '^final:' "$SCHED_OUT")"
 # Books balance: every queued task ran or was dropped; nothing left pending.
 assert_counter imbalance = 0
 assert_counter pending = 0
+final=$(counter node_running)
+echo "$final" | tr ',' '\n' | grep -qv '^0$' && fail "node_running after unload: $final"
 # Paths every topology exercises.
 for c in ins_direct run_direct ins_llc llc_own idle_prev; do
 	assert_counter $c -gt 0
