@@ -19,9 +19,19 @@ fn run_vm(topo: &str, script: &str) -> String {
     let _one = VM.lock().unwrap_or_else(|e| e.into_inner());
     let root = env!("CARGO_MANIFEST_DIR");
     let bin = env!("CARGO_BIN_EXE_scx_nimble");
+    // NIMBLE_VM_KERNEL=sid runs the suite on the second kernel version.
+    let suite = std::env::var("NIMBLE_VM_KERNEL").unwrap_or_else(|_| "trixie-backports".into());
     let out = Command::new(format!("{root}/vm/nimble-vm"))
         .current_dir(root)
-        .args(["run", "--topo", topo, "--timeout", "400"])
+        .args([
+            "run",
+            "--kernel",
+            &suite,
+            "--topo",
+            topo,
+            "--timeout",
+            "400",
+        ])
         .arg("--add")
         .arg(format!("{bin}:/bin/scx_nimble"))
         .args(["--", &format!("/tests/{script}")])
