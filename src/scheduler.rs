@@ -110,6 +110,7 @@ impl<'a> Scheduler<'a> {
         }
         for (llc, &node) in layout.llc_node.iter().enumerate() {
             rodata.llc_node[llc] = node as u32;
+            rodata.llc_nr_cpus[llc] = layout.llc_cpus(llc).len() as u32;
             for (i, &victim) in order[llc].iter().enumerate() {
                 rodata.steal_order[llc][i] = victim as u32;
             }

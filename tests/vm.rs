@@ -68,6 +68,7 @@ vm_tests! {
     n2l4_pinned_task_runs: "n2l4", "pinned.sh";
     n2l4_hotplug_restart: "n2l4", "hotplug.sh";
     flat_error_cases: "flat", "errors.sh";
+    flat_nice19_not_starved: "flat", "nice.sh";
 }
 
 /// A /proc/schedstat cpumask ("00000000,000000ff") as a sorted CPU list.

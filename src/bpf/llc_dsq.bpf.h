@@ -38,12 +38,25 @@ static __always_inline s32 create_llc_dsqs(void)
 	return 0;
 }
 
-/* A sleeper's vtime, clamped so it keeps at most vtime_credit_ns of credit. */
-static __always_inline u64 task_vtime(const struct task_struct *p)
+/*
+ * The vtime to queue @p with on @llc's DSQ: at most vtime_credit_ns behind
+ * the global clock, and no further ahead than the clock moves in max_wait_ns
+ * with this many tasks queued per CPU (the clock advances ~nr_cpus/nr_queued
+ * ns per ns), but always at least vtime_credit_ns ahead.
+ */
+static __always_inline u64 task_vtime(const struct task_struct *p, u32 llc)
 {
 	u64 floor = vtime_now > vtime_credit_ns ? vtime_now - vtime_credit_ns : 0;
+	u64 lead = max_wait_ns * llc_nr_cpus[llc & (MAX_LLCS - 1)] /
+		   (scx_bpf_dsq_nr_queued(llc_dsq(llc)) + 1);
 
-	return time_before(p->scx.dsq_vtime, floor) ? floor : p->scx.dsq_vtime;
+	if (lead < vtime_credit_ns)
+		lead = vtime_credit_ns;
+	if (time_before(p->scx.dsq_vtime, floor))
+		return floor;
+	if (time_after(p->scx.dsq_vtime, vtime_now + lead))
+		return vtime_now + lead;
+	return p->scx.dsq_vtime;
 }
 
 /*
@@ -82,7 +95,7 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 	}
 	llc = llc_of(cpu);
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
-	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, task_vtime(p), enq_flags);
+	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, task_vtime(p, llc), enq_flags);
 	kick_idle_cpu(p, cpu, tctx);
 }
 

@@ -81,8 +81,14 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
+	/*
+	 * Advance the clock to the task's vtime, but by at most one slice: a
+	 * low-weight task queued far ahead (see task_vtime()) must not drag the
+	 * clock, and with it every later wakeup, along.
+	 */
 	if (time_before(vtime_now, p->scx.dsq_vtime))
-		vtime_now = p->scx.dsq_vtime;
+		vtime_now = time_before(p->scx.dsq_vtime, vtime_now + slice_ns) ?
+			    p->scx.dsq_vtime : vtime_now + slice_ns;
 	if (!tctx)
 		return;
 	tctx->run_start = bpf_ktime_get_ns();

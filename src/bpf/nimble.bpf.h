@@ -18,12 +18,23 @@
 const volatile u64 slice_ns = 5ULL * 1000 * 1000;
 
 /*
- * How much vruntime credit a sleeper keeps, in ns. A task that slept cannot
- * be placed further behind the global vruntime clock than this, so it wakes
- * ahead of CPU hogs but cannot monopolise a CPU for longer than this. Larger
- * favours interactive tasks, smaller favours fairness between hogs.
+ * How much vruntime credit a sleeper keeps, in ns: a task cannot be queued
+ * further behind the global vruntime clock than this, so it wakes ahead of
+ * CPU hogs but cannot monopolise a CPU for longer. Larger favours
+ * interactive tasks, smaller favours fairness between hogs.
  */
 const volatile u64 vtime_credit_ns = 20ULL * 1000 * 1000;
+
+/*
+ * The longest a queued task should wait for a CPU, in ns. A low-weight task
+ * is charged much more vruntime per ns run (nice 19: ~100x), so after a
+ * slice it lands far ahead of the clock. It is queued no further ahead than
+ * the clock advances in this time at the current load (queued tasks per CPU
+ * of its LLC), so it is never starved past the sched_ext watchdog (5 s).
+ * Larger keeps nice levels sharper under heavy load; smaller bounds the
+ * latency of low-priority tasks.
+ */
+const volatile u64 max_wait_ns = 1000ULL * 1000 * 1000;
 
 /* Whether cores have SMT siblings: only then is "whole idle core" distinct. */
 const volatile bool smt_enabled;
@@ -38,6 +49,7 @@ const volatile u32 nr_nodes = 1;
 const volatile u32 cpu_llc[MAX_CPUS];
 const volatile u32 cpu_node[MAX_CPUS];
 const volatile u32 llc_node[MAX_LLCS];
+const volatile u32 llc_nr_cpus[MAX_LLCS];
 /*
  * steal_order[l][0..nr_llcs]: the LLC DSQs a CPU of LLC l consumes, in order:
  * l itself, the other LLCs of its node, then the LLCs of other nodes by

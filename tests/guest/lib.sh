@@ -11,7 +11,8 @@ log() { echo "[$(cut -d' ' -f1 /proc/uptime)s] $*"; }
 fail() {
 	echo "FAIL: $*"
 	if [ -n "$SCHED_PID" ]; then
-		echo "--- scheduler stderr"; tail -n 30 "$SCHED_ERR"
+		# The kernel's exit dump (when there is one) names the stuck task.
+		echo "--- scheduler stderr"; tail -n 300 "$SCHED_ERR"
 		echo "--- scheduler stdout"; tail -n 5 "$SCHED_OUT"
 		kill -INT "$SCHED_PID" 2>/dev/null
 	fi
