@@ -81,14 +81,8 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
-	/*
-	 * Advance the clock to the task's vtime, but by at most one slice: a
-	 * low-weight task queued far ahead (see task_vtime()) must not drag the
-	 * clock, and with it every later wakeup, along.
-	 */
 	if (time_before(vtime_now, p->scx.dsq_vtime))
-		vtime_now = time_before(p->scx.dsq_vtime, vtime_now + slice_ns) ?
-			    p->scx.dsq_vtime : vtime_now + slice_ns;
+		vtime_now = p->scx.dsq_vtime;
 	if (!tctx)
 		return;
 	tctx->run_start = bpf_ktime_get_ns();
@@ -196,5 +190,10 @@ SCX_OPS_DEFINE(nimble_ops,
 	       .exit_task	= (void *)nimble_exit_task,
 	       .init		= (void *)nimble_init,
 	       .exit		= (void *)nimble_exit,
-	       .timeout_ms	= 5000,
+	       /*
+		* The kernel's maximum. The vtime clock only moves when tasks
+		* run, so under heavy wakeup load a task queued ahead of it can
+		* wait several seconds (khugepaged, 7 s in a stress test).
+		*/
+	       .timeout_ms	= 30000,
 	       .name		= "nimble");

@@ -30,7 +30,7 @@ const volatile u64 vtime_credit_ns = 20ULL * 1000 * 1000;
  * is charged much more vruntime per ns run (nice 19: ~100x), so after a
  * slice it lands far ahead of the clock. It is queued no further ahead than
  * the clock advances in this time at the current load (queued tasks per CPU
- * of its LLC), so it is never starved past the sched_ext watchdog (5 s).
+ * of its LLC), so it is never starved into the sched_ext watchdog.
  * Larger keeps nice levels sharper under heavy load; smaller bounds the
  * latency of low-priority tasks.
  */
