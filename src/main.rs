@@ -7,6 +7,7 @@
 
 mod bpf_intf;
 mod bpf_skel;
+mod ctl;
 mod preflight;
 mod scheduler;
 mod stats;
@@ -14,6 +15,7 @@ mod topology;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
+use topology::rules::NumaRule;
 use log::info;
 use std::mem::MaybeUninit;
 use std::path::Path;
@@ -40,6 +42,16 @@ enum Cmd {
     /// Show the scheduling domains the kernel builds for a CPU, with the
     /// imb_numa_nr of each level; reads the live /sys or a snapshot of it.
     Topology(TopologyArgs),
+    /// Change the policy of the running scx_nimble without reloading it
+    /// (prints the controls; with no flag, only prints them).
+    Tune(TuneArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct TuneArgs {
+    /// Switch the NUMA imbalance rule.
+    #[arg(long, value_enum)]
+    numa_rule: Option<NumaRule>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -95,6 +107,12 @@ pub struct Opts {
     #[arg(long, value_name = "LEVEL=VALUE", value_parser = topology::thresholds::parse_override)]
     pub imb_numa_nr: Vec<topology::thresholds::Override>,
 
+    /// NUMA imbalance rule at fork and for every node crossing: the kernel's
+    /// (mainline), seed 000's v3 or v4 variants, or off (spread greedily).
+    /// `scx_nimble tune --numa-rule` switches it while running.
+    #[arg(long, value_enum, default_value_t = NumaRule::Mainline)]
+    pub numa_rule: NumaRule,
+
     /// Print a one-line counter summary every SECS seconds.
     #[arg(long, value_name = "SECS", value_parser = parse_interval)]
     pub stats: Option<f64>,
@@ -134,6 +152,7 @@ fn main() {
     };
     let res = match &cli.cmd {
         Some(Cmd::Topology(args)) => show_topology(args),
+        Some(Cmd::Tune(args)) => ctl::tune(args.numa_rule),
         None => run(&cli.opts),
     };
     if let Err(e) = res {

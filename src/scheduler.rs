@@ -3,6 +3,7 @@
 
 use crate::bpf_intf::{nimble_limits_MAX_NUMA_LEVELS, numa_level};
 use crate::bpf_skel::*;
+use crate::ctl::{self, Ctl};
 use crate::stats::Counters;
 use crate::topology::sysfs::SysTopo;
 use crate::topology::{self, thresholds, Layout};
@@ -23,6 +24,8 @@ pub struct Scheduler<'a> {
     link: Option<libbpf_rs::Link>,
     stats_interval: Option<Duration>,
     nr_nodes: usize,
+    /// The controls last seen in nimble_ctl (`scx_nimble tune` changes them).
+    ctl: Ctl,
 }
 
 /// Computes the NUMA imbalance thresholds from /sys, applies the overrides,
@@ -73,6 +76,7 @@ impl<'a> Scheduler<'a> {
         let topo = scx_utils::Topology::new().context("reading the CPU topology")?;
         let layout = Layout::from_scx(&topo).context("unsupported CPU topology")?;
         let order = topology::steal_order(&layout);
+        let node_order = topology::node_order(&layout);
         info!(
             "scx_nimble {}: {} CPUs, {} LLCs, {} NUMA nodes, SMT {}, slice {} us",
             env!("CARGO_PKG_VERSION"),
@@ -114,18 +118,32 @@ impl<'a> Scheduler<'a> {
             for (i, &victim) in order[llc].iter().enumerate() {
                 rodata.steal_order[llc][i] = victim as u32;
             }
+            rodata.node_nr_cpus[node] += layout.llc_cpus(llc).len() as u32;
+        }
+        for (node, dists) in layout.node_distance.iter().enumerate() {
+            for (other, &d) in dists.iter().enumerate() {
+                rodata.node_dist[node][other] = d as u32;
+            }
+            for (i, &n) in node_order[node].iter().enumerate() {
+                rodata.node_order[node][i] = n as u32;
+            }
         }
 
         let mut skel = scx_ops_load!(skel, nimble_ops, uei)?;
         write_thresholds(&skel, opts)?;
+        let ctl = Ctl {
+            numa_rule: opts.numa_rule,
+        };
+        ctl::write(&skel.maps.nimble_ctl, ctl)?;
         let link = scx_ops_attach!(skel, nimble_ops)?;
-        info!("scheduler attached");
+        info!("scheduler attached: {}", ctl.describe());
 
         Ok(Self {
             skel,
             link: Some(link),
             stats_interval: opts.stats.map(Duration::from_secs_f64),
             nr_nodes: layout.nr_nodes(),
+            ctl,
         })
     }
 
@@ -142,7 +160,28 @@ impl<'a> Scheduler<'a> {
             .iter()
             .map(|&n| n as i64)
             .collect();
-        Ok(Counters::from_percpu(&per_cpu, bss.nr_pending, nodes))
+        let mut c = Counters::from_percpu(&per_cpu, bss.nr_pending, nodes);
+        for node in 0..self.nr_nodes as u32 {
+            let per_cpu = self
+                .skel
+                .maps
+                .node_stats
+                .lookup_percpu(&node.to_ne_bytes(), MapFlags::ANY)
+                .context("reading the node_stats map")?
+                .unwrap_or_default();
+            c.push_node(&per_cpu);
+        }
+        Ok(c)
+    }
+
+    /// Logs a control change made by `scx_nimble tune`.
+    fn watch_ctl(&mut self) -> Result<()> {
+        let now = ctl::read(&self.skel.maps.nimble_ctl)?;
+        if now != self.ctl {
+            info!("controls changed: {} (was {})", now.describe(), self.ctl.describe());
+            self.ctl = now;
+        }
+        Ok(())
     }
 
     /// Runs until a shutdown request or the kernel unloads us; detaches, prints
@@ -151,9 +190,10 @@ impl<'a> Scheduler<'a> {
         let mut next_stats = self.stats_interval.map(|i| Instant::now() + i);
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             std::thread::sleep(Duration::from_millis(100));
+            self.watch_ctl()?;
             if let (Some(at), Some(every)) = (next_stats, self.stats_interval) {
                 if Instant::now() >= at {
-                    println!("stats: {}", self.counters()?);
+                    println!("stats: {} {}", self.ctl.describe(), self.counters()?);
                     next_stats = Some(at + every);
                 }
             }

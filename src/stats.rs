@@ -6,6 +6,7 @@ use crate::bpf_intf::*;
 use std::fmt;
 
 pub const NR_STATS: usize = nimble_stat_NR_NIMBLE_STATS as usize;
+pub const NR_NODE_STATS: usize = node_stat_NR_NODE_STATS as usize;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -14,6 +15,8 @@ pub struct Counters {
     pub pending: u64,
     /// Runnable tasks per node (signed: a bug would show as negative).
     pub node_running: Vec<i64>,
+    /// NUMA counters per node (enum node_stat).
+    pub node: Vec<[u64; NR_NODE_STATS]>,
 }
 
 /// (index, short name) of every counter, in print order.
@@ -35,20 +38,46 @@ const NAMES: [(u32, &str); NR_STATS] = [
     (nimble_stat_STAT_KEEP_RUNNING, "keep_running"),
 ];
 
+/// (index, short name) of every per-node NUMA counter, in print order.
+const NODE_NAMES: [(u32, &str); NR_NODE_STATS] = [
+    (node_stat_NSTAT_FORK_LOCAL, "fork_local"),
+    (node_stat_NSTAT_FORK_REMOTE, "fork_remote"),
+    (node_stat_NSTAT_PULL, "numa_pull"),
+    (node_stat_NSTAT_PUSH, "numa_push"),
+    (node_stat_NSTAT_REFUSED, "numa_refused"),
+    (node_stat_NSTAT_HOME_RETURN, "home_return"),
+];
+
+/// Sums per-CPU copies of a u64 counter array (raw map values).
+fn sum_percpu<const N: usize>(values: &[Vec<u8>]) -> [u64; N] {
+    let mut out = [0u64; N];
+    for v in values {
+        for (i, chunk) in v.chunks_exact(8).take(N).enumerate() {
+            out[i] += u64::from_ne_bytes(chunk.try_into().unwrap());
+        }
+    }
+    out
+}
+
 impl Counters {
     /// Sums per-CPU copies of `struct nimble_stats` (raw map values).
     pub fn from_percpu(values: &[Vec<u8>], pending: u64, node_running: Vec<i64>) -> Self {
-        let mut c = Counters {
+        Counters {
+            cnt: sum_percpu(values),
             pending,
             node_running,
-            ..Default::default()
-        };
-        for v in values {
-            for (i, chunk) in v.chunks_exact(8).take(NR_STATS).enumerate() {
-                c.cnt[i] += u64::from_ne_bytes(chunk.try_into().unwrap());
-            }
+            node: Vec::new(),
         }
-        c
+    }
+
+    /// Adds one node's per-CPU `struct node_stats` values (call per node).
+    pub fn push_node(&mut self, values: &[Vec<u8>]) {
+        self.node.push(sum_percpu(values));
+    }
+
+    /// A NUMA counter summed over nodes.
+    pub fn node_total(&self, stat: u32) -> u64 {
+        self.node.iter().map(|n| n[stat as usize]).sum()
     }
 
     pub fn get(&self, stat: u32) -> u64 {
@@ -89,7 +118,15 @@ impl fmt::Display for Counters {
         }
         write!(f, " pending={}", self.pending)?;
         let nodes: Vec<String> = self.node_running.iter().map(|n| n.to_string()).collect();
-        write!(f, " node_running={}", nodes.join(","))
+        write!(f, " node_running={}", nodes.join(","))?;
+        if self.node.len() > 1 {
+            // Totals, then one value per node: fork_local=5 node_fork_local=4,1
+            for (idx, name) in NODE_NAMES {
+                let per: Vec<String> = self.node.iter().map(|n| n[idx as usize].to_string()).collect();
+                write!(f, " {name}={} node_{name}={}", self.node_total(idx), per.join(","))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -133,6 +170,23 @@ mod tests {
             "{line}"
         );
         assert!(line.ends_with("pending=1 node_running=2,0"), "{line}");
+    }
+
+    #[test]
+    fn node_counters_print_totals_and_per_node() {
+        let mut c = Counters::from_percpu(&[], 0, vec![1, 2]);
+        let n0: Vec<u8> = [3u64, 1, 0, 0, 2, 0].iter().flat_map(|x| x.to_ne_bytes()).collect();
+        let n1: Vec<u8> = [0u64, 0, 4, 1, 0, 2].iter().flat_map(|x| x.to_ne_bytes()).collect();
+        c.push_node(&[n0.clone(), n0]);
+        c.push_node(&[n1]);
+        assert_eq!(c.node_total(node_stat_NSTAT_FORK_LOCAL), 6);
+        let line = c.to_string();
+        assert!(line.contains(" fork_local=6 node_fork_local=6,0"), "{line}");
+        assert!(line.contains(" numa_pull=4 node_numa_pull=0,4"), "{line}");
+        assert!(line.contains(" home_return=2 node_home_return=0,2"), "{line}");
+        let mut idx: Vec<u32> = NODE_NAMES.iter().map(|n| n.0).collect();
+        idx.sort();
+        assert_eq!(idx, (0..NR_NODE_STATS as u32).collect::<Vec<_>>());
     }
 
     #[test]

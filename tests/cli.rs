@@ -35,6 +35,24 @@ fn malformed_flags() {
     one_line_error(&nimble(&["--slice-us", "99"]), 2, "100..=100000");
     one_line_error(&nimble(&["--stats", "0"]), 2, "between 0.1 and 3600");
     one_line_error(&nimble(&["--bogus"]), 2, "unexpected argument");
+    one_line_error(&nimble(&["--numa-rule", "v5"]), 2, "--numa-rule");
+    one_line_error(&nimble(&["tune", "--numa-rule", "eevdf"]), 2, "--numa-rule");
+}
+
+#[test]
+fn tune_without_a_running_scheduler() {
+    if Path::new("/sys/kernel/sched_ext/root/ops").exists() {
+        eprintln!("a sched_ext scheduler is loaded here: this case runs only where none is");
+        return;
+    }
+    // As root: "not running"; as a user: "must run as root". Either way one line.
+    let out = nimble(&["tune", "--numa-rule", "v3"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("scx_nimble is not running") || err.contains("must run as root"),
+        "{err}"
+    );
+    one_line_error(&out, 1, "scx_nimble: error: ");
 }
 
 #[test]
@@ -51,6 +69,8 @@ fn version_and_help() {
         "--verbose",
         "--exit-dump-len",
         "--version",
+        "--numa-rule",
+        "--imb-formula",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }

@@ -69,6 +69,9 @@ vm_tests! {
     n2l4_hotplug_restart: "n2l4", "hotplug.sh";
     flat_error_cases: "flat", "errors.sh";
     flat_nice19_not_starved: "flat", "nice.sh";
+    n2l4_numa_pair_stays_local_by_rule: "n2l4", "numa_locality.sh";
+    n2l4_numa_spread: "n2l4", "numa_spread.sh";
+    n4_numa_spread_nearest_first: "n4", "numa_spread.sh";
 }
 
 /// A /proc/schedstat cpumask ("00000000,000000ff") as a sorted CPU list.

@@ -51,10 +51,11 @@ static __always_inline bool claim_prev_cpu(const struct task_struct *p, s32 prev
 
 /*
  * Previous CPU if its whole core is idle, then an idle core / CPU in the
- * previous CPU's LLC, then an idle CPU of its node, then any idle CPU the
- * task may use. Returns the claimed CPU or a negative errno.
+ * previous CPU's LLC, then an idle CPU of its node. Crossing nodes is the
+ * NUMA gate's decision (numa_gate.bpf.h). Returns the claimed CPU or a
+ * negative errno.
  */
-static s32 pick_idle_cpu(struct task_struct *p, s32 prev, struct task_ctx *tctx)
+static s32 pick_idle_near(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 {
 	s32 cpu;
 
@@ -72,17 +73,12 @@ static s32 pick_idle_cpu(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 		return cpu;
 	}
 
-	if (nr_nodes > 1) {
-		cpu = pick_idle_in(tctx, p->cpus_ptr, node_mask(node_of(prev)));
-		if (cpu >= 0) {
-			stat_inc(STAT_IDLE_NODE);
-			return cpu;
-		}
-	}
-
-	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	/* Skipped where LLCs span whole nodes: the same mask again. */
+	if (nr_llcs <= nr_nodes)
+		return -ENOENT;
+	cpu = pick_idle_in(tctx, p->cpus_ptr, node_mask(node_of(prev)));
 	if (cpu >= 0)
-		stat_inc(STAT_IDLE_ANY);
+		stat_inc(STAT_IDLE_NODE);
 	return cpu;
 }
 

@@ -64,4 +64,45 @@ struct nimble_stats {
 	unsigned long long cnt[NR_NIMBLE_STATS];
 };
 
+/*
+ * The NUMA imbalance rules (--numa-rule): when a node may keep more load
+ * than another. Each is stated in src/topology/rules.rs, which the BPF
+ * gate in numa.bpf.h follows line for line.
+ */
+enum numa_rule {
+	NUMA_RULE_MAINLINE,	/* adjust_numa_imbalance() since v5.19 */
+	NUMA_RULE_V3,		/* seed 000's v3: allow while busiest < imb_numa_nr */
+	NUMA_RULE_V4,		/* seed 000's v4: busiest <= 25 % of span, diff <= imb_numa_nr */
+	NUMA_RULE_OFF,		/* no allowance: nodes are crossed like LLCs */
+	NR_NUMA_RULES,
+};
+
+/*
+ * Runtime controls: one entry in the nimble_ctl map, written by userspace at
+ * start and by `scx_nimble tune` while running (no reload).
+ */
+struct nimble_ctl {
+	unsigned int numa_rule;		/* enum numa_rule */
+	unsigned int pad[3];
+};
+
+/*
+ * Per-node NUMA counters (per-CPU map indexed by node; userspace sums CPUs).
+ * Fork counters are charged to the parent's node, the others to the node
+ * that receives (or would have received) the task.
+ */
+enum node_stat {
+	NSTAT_FORK_LOCAL,	/* fork/exec: child kept on the parent's node */
+	NSTAT_FORK_REMOTE,	/* fork/exec: child placed on another node */
+	NSTAT_PULL,		/* dispatch pulled a task queued on another node */
+	NSTAT_PUSH,		/* a task whose slice ended went to an idle CPU here */
+	NSTAT_REFUSED,		/* dispatch rounds the rule kept from pulling */
+	NSTAT_HOME_RETURN,	/* a pulled task came back to its home node */
+	NR_NODE_STATS,
+};
+
+struct node_stats {
+	unsigned long long cnt[NR_NODE_STATS];
+};
+
 #endif /* __NIMBLE_INTF_H */

@@ -9,6 +9,7 @@
 #include "nimble.bpf.h"
 #include "topo.bpf.h"
 #include "stats.bpf.h"
+#include "numa_gate.bpf.h"
 
 /*
  * Global virtual time: the largest vtime of any task that started running.
@@ -61,21 +62,23 @@ static __always_inline u64 task_vtime(const struct task_struct *p, u32 llc)
 
 /*
  * Wake an idle CPU the task may use to come and take it: its own LLC first,
- * then its node, then anywhere. Keeps the scheduler work-conserving for
- * enqueues that did not go through select_cpu (preemption, slice expiry).
+ * then its node (@remote: then another node whose CPU the NUMA gate lets
+ * pull it). Keeps the scheduler work-conserving for enqueues that did not go
+ * through select_cpu (preemption, slice expiry); ops.tick looks again for
+ * tasks left waiting.
  */
 static __always_inline void kick_idle_cpu(struct task_struct *p, s32 cpu,
-					  struct task_ctx *tctx)
+					  struct task_ctx *tctx, bool remote)
 {
-	s32 idle;
+	s32 idle, refused = -1;
 
 	if (!valid_cpu(cpu))
 		return;
 	idle = pick_idle_in(tctx, p->cpus_ptr, llc_mask(llc_of(cpu)));
-	if (idle < 0 && nr_nodes > 1)
-		idle = pick_idle_in(tctx, p->cpus_ptr, node_mask(node_of(cpu)));
 	if (idle < 0 && nr_llcs > 1)
-		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		idle = pick_idle_in(tctx, p->cpus_ptr, node_mask(node_of(cpu)));
+	if (idle < 0 && remote && nr_nodes > 1)
+		idle = pick_idle_remote(p, tctx, node_of(cpu), true, &refused);
 	if (idle >= 0) {
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 		stat_inc(STAT_KICK);
@@ -93,36 +96,93 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 		scx_bpf_error("task %d on invalid CPU %d", p->pid, cpu);
 		return;
 	}
+	if (push_remote(p, tctx, enq_flags))
+		return;
 	llc = llc_of(cpu);
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
+	tctx->queued_at = bpf_ktime_get_ns();
 	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, task_vtime(p, llc), enq_flags);
-	kick_idle_cpu(p, cpu, tctx);
+	kick_idle_cpu(p, cpu, tctx, false);
 }
 
 /*
  * Move the first task this CPU may run from the LLC DSQs in steal order:
- * own LLC, same node, then other nodes nearest first. move_to_local skips
- * tasks whose affinity excludes this CPU, so a task only ever leaves its DSQ
- * for a CPU it may use.
+ * own LLC, same node, then (@going_idle: the CPU has nothing else to run)
+ * other nodes nearest first, each only if the NUMA gate allows the pull. A
+ * CPU whose task merely used up its slice keeps that task rather than take
+ * one from another node. move_to_local skips tasks whose affinity excludes
+ * this CPU, so a task only ever leaves its DSQ for a CPU it may use.
  */
-static __always_inline bool consume_llcs(s32 cpu)
+static __always_inline bool consume_llcs(s32 cpu, bool going_idle)
 {
-	u32 i, own, victim;
+	struct numa_snap *snap = NULL;
+	u32 i, own, victim, node, vnode;
+	enum numa_verdict v;
+	bool refused = false;
 
 	if (!valid_cpu(cpu))
 		return false;
 	own = llc_of(cpu);
+	node = node_of(cpu);
 	if (own >= MAX_LLCS)
 		return false;
 	bpf_for(i, 0, nr_llcs) {
 		if (i >= MAX_LLCS)
 			break;
 		victim = steal_victim(own, i);
-		if (scx_bpf_dsq_nr_queued(llc_dsq(victim)) &&
-		    scx_bpf_dsq_move_to_local(llc_dsq(victim), 0))
+		if (!scx_bpf_dsq_nr_queued(llc_dsq(victim)))
+			continue;
+		vnode = node_of_llc(victim);
+		if (vnode == node) {
+			if (scx_bpf_dsq_move_to_local(llc_dsq(victim), 0))
+				return true;
+			continue;
+		}
+		if (!going_idle)
+			break;	/* steal order: only other nodes are left */
+		if (!snap)
+			snap = numa_snapshot(NULL, cpu);
+		v = snap ? numa_pull_ok(snap, node, vnode, true) : NUMA_KEEP;
+		if (v == NUMA_KEEP) {
+			refused = true;
+			continue;
+		}
+		if (pull_remote(llc_dsq(victim), cpu, node, v == NUMA_GO_COLD))
 			return true;
 	}
+	if (refused)
+		nstat_inc(node, NSTAT_REFUSED);
 	return false;
+}
+
+/*
+ * From ops.tick on a busy CPU: if the first task of its LLC DSQ has waited
+ * numa_patience_ns, or the node has been overloaded that long, kick an idle
+ * CPU of another node that may take it (it pulls in its dispatch). The
+ * periodic balancing of a loaded node.
+ */
+static __always_inline void kick_for_waiters(s32 cpu)
+{
+	struct task_struct *p;
+	struct task_ctx *tctx;
+	u64 now = bpf_ktime_get_ns();
+	u32 llc;
+
+	bool overloaded;
+
+	if (nr_nodes < 2 || !valid_cpu(cpu))
+		return;
+	node_tick(cpu);
+	llc = llc_of(cpu);
+	if (!scx_bpf_dsq_nr_queued(llc_dsq(llc)))
+		return;
+	overloaded = node_overloaded_long(node_of(cpu));
+	bpf_for_each(scx_dsq, p, llc_dsq(llc), 0) {
+		tctx = lookup_task_ctx(p);
+		if (tctx && (overloaded || now - tctx->queued_at >= numa_patience_ns))
+			kick_idle_cpu(p, cpu, tctx, true);
+		break;	/* the head only: first in line */
+	}
 }
 
 #endif /* __NIMBLE_LLC_DSQ_BPF_H */

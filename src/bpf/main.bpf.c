@@ -8,14 +8,16 @@
  *   llc_dsq.bpf.h  per-LLC vtime DSQs, stealing order, idle kicks
  *   topo.bpf.h     LLC/node cpumasks built from userspace's tables
  *   stats.bpf.h    per-CPU counters and exact queue-path accounting
- *   numa.bpf.h     per-node load, the input of the NUMA rules
+ *   numa.bpf.h     per-node load and home nodes, the input of the NUMA rules
+ *   numa_gate.bpf.h the NUMA imbalance rule at fork and for every node crossing
  */
 #include "nimble.bpf.h"
 #include "stats.bpf.h"
 #include "topo.bpf.h"
-#include "idle.bpf.h"
-#include "llc_dsq.bpf.h"
 #include "numa.bpf.h"
+#include "idle.bpf.h"
+#include "numa_gate.bpf.h"
+#include "llc_dsq.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -30,7 +32,11 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (!tctx)
 		return prev_cpu;
 
-	cpu = pick_idle_cpu(p, prev_cpu, tctx);
+	/* Forks may cross nodes (the NUMA gate decides); wakeups stay near. */
+	if (nr_nodes > 1 && (wake_flags & SCX_WAKE_FORK))
+		cpu = place_forked(p, prev_cpu, tctx);
+	else
+		cpu = pick_idle_near(p, prev_cpu, tctx);
 	if (cpu < 0)
 		return prev_cpu;
 
@@ -67,14 +73,21 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 
 void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 {
-	if (consume_llcs(cpu))
+	bool prev_runnable = prev && (prev->scx.flags & SCX_TASK_QUEUED);
+
+	if (consume_llcs(cpu, !prev_runnable))
 		return;
 
 	/* Nothing waits that this CPU may run: let the previous task go on. */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+	if (prev_runnable) {
 		scx_bpf_task_set_slice(prev, slice_ns);
 		stat_inc(STAT_KEEP_RUNNING);
 	}
+}
+
+void BPF_STRUCT_OPS(nimble_tick, struct task_struct *p)
+{
+	kick_for_waiters(scx_bpf_task_cpu(p));
 }
 
 void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
@@ -94,8 +107,10 @@ void BPF_STRUCT_OPS(nimble_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
-	if (tctx)
-		node_runnable(tctx, scx_bpf_task_cpu(p));
+	if (tctx) {
+		node_runnable(p, tctx, scx_bpf_task_cpu(p));
+		tctx->full_slices = 0;	/* it slept: not CPU-bound */
+	}
 }
 
 void BPF_STRUCT_OPS(nimble_quiescent, struct task_struct *p, u64 deq_flags)
@@ -144,6 +159,8 @@ s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,
 	if (!mask)
 		return -ENOMEM;
 	tctx->rq_node = -1;
+	tctx->home = -1;
+	tctx->last_node = -1;
 	mask = bpf_kptr_xchg(&tctx->tmp, mask);
 	if (mask)
 		bpf_cpumask_release(mask);
@@ -171,6 +188,11 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_init)
 		scx_bpf_error("failed to build topology cpumasks: %d", err);
 		return err;
 	}
+	err = init_numa_snaps();
+	if (err) {
+		scx_bpf_error("failed to set up NUMA snapshots: %d", err);
+		return err;
+	}
 	return create_llc_dsqs();
 }
 
@@ -188,6 +210,7 @@ SCX_OPS_DEFINE(nimble_ops,
 	       .select_cpu	= (void *)nimble_select_cpu,
 	       .enqueue		= (void *)nimble_enqueue,
 	       .dispatch	= (void *)nimble_dispatch,
+	       .tick		= (void *)nimble_tick,
 	       .runnable	= (void *)nimble_runnable,
 	       .running		= (void *)nimble_running,
 	       .stopping	= (void *)nimble_stopping,

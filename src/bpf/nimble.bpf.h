@@ -36,6 +36,15 @@ const volatile u64 vtime_credit_ns = 20ULL * 1000 * 1000;
  */
 const volatile u64 max_wait_ns = 1000ULL * 1000 * 1000;
 
+/*
+ * How long a queued task must have waited before an idle CPU of another
+ * node may take it (when the NUMA rule lets it go). Until then its cache is
+ * warm and a CPU of its own node is likely to free up; short load spikes
+ * then move nothing across nodes. Larger keeps locality through longer
+ * spikes; smaller spreads sustained overload sooner.
+ */
+const volatile u64 numa_patience_ns = 10ULL * 1000 * 1000;
+
 /* Whether cores have SMT siblings: only then is "whole idle core" distinct. */
 const volatile bool smt_enabled;
 
@@ -56,6 +65,11 @@ const volatile u32 llc_nr_cpus[MAX_LLCS];
  * increasing NUMA distance.
  */
 const volatile u32 steal_order[MAX_LLCS][MAX_LLCS];
+/* SLIT distances between nodes, and each node's CPU count. */
+const volatile u32 node_dist[MAX_NODES][MAX_NODES];
+const volatile u32 node_nr_cpus[MAX_NODES];
+/* node_order[n][0..nr_nodes]: n itself, then the other nodes nearest first. */
+const volatile u32 node_order[MAX_NODES][MAX_NODES];
 
 /*
  * Table lookups. The masks keep every index provably in bounds for the
@@ -63,7 +77,9 @@ const volatile u32 steal_order[MAX_LLCS][MAX_LLCS];
  * barrier_var() stops clang from dropping a mask it thinks is redundant
  * after that check, which the verifier cannot follow.
  */
-_Static_assert(!(MAX_CPUS & (MAX_CPUS - 1)) && !(MAX_LLCS & (MAX_LLCS - 1)),
+_Static_assert(!(MAX_CPUS & (MAX_CPUS - 1)) && !(MAX_LLCS & (MAX_LLCS - 1)) &&
+	       !(MAX_NODES & (MAX_NODES - 1)) &&
+	       !(MAX_NUMA_LEVELS & (MAX_NUMA_LEVELS - 1)),
 	       "table sizes must be powers of two");
 
 static __always_inline u32 llc_of(s32 cpu)
@@ -91,6 +107,20 @@ static __always_inline u32 steal_victim(u32 llc, u32 i)
 	return steal_order[llc & (MAX_LLCS - 1)][i & (MAX_LLCS - 1)];
 }
 
+static __always_inline u32 node_distance(u32 a, u32 b)
+{
+	barrier_var(a);
+	barrier_var(b);
+	return node_dist[a & (MAX_NODES - 1)][b & (MAX_NODES - 1)];
+}
+
+static __always_inline u32 node_by_distance(u32 node, u32 i)
+{
+	barrier_var(node);
+	barrier_var(i);
+	return node_order[node & (MAX_NODES - 1)][i & (MAX_NODES - 1)];
+}
+
 /* Per-task state, in task-local storage. */
 struct task_ctx {
 	/* Scratch mask for "allowed CPUs within this LLC/node". */
@@ -99,6 +129,16 @@ struct task_ctx {
 	u32 path;		/* enum queue_path: how it was last queued */
 	u32 queued_llc;		/* LLC DSQ it was queued on, for PATH_LLC */
 	s32 rq_node;		/* node whose nr_running counts it, -1: none */
+	/*
+	 * Home node: where fork placed the task (or where it first ran), moved
+	 * only when the NUMA rule migrates it. Cross-node pulls prefer tasks
+	 * coming home (numa_gate.bpf.h).
+	 */
+	s32 home;
+	s32 last_node;		/* node it last ran on */
+	u64 node_since;		/* when it arrived on last_node */
+	u64 queued_at;		/* when it was last queued on an LLC DSQ */
+	u32 full_slices;	/* slices used up in a row without sleeping */
 };
 
 /* How a task reached the CPU it runs on next (accounting in stats.bpf.h). */

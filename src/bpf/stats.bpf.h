@@ -15,6 +15,22 @@ struct {
 	__type(value, struct nimble_stats);
 } stats SEC(".maps");
 
+/* NUMA counters per node (enum node_stat), per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_NODES);
+	__type(key, u32);
+	__type(value, struct node_stats);
+} node_stats SEC(".maps");
+
+static __always_inline void nstat_inc(u32 node, enum node_stat idx)
+{
+	struct node_stats *s = bpf_map_lookup_elem(&node_stats, &node);
+
+	if (s && idx < NR_NODE_STATS)
+		s->cnt[idx]++;
+}
+
 /* Tasks queued by us that have neither run nor been dropped yet. */
 u64 nr_pending;
 

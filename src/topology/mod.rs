@@ -6,11 +6,12 @@
 pub mod domains;
 pub mod imb;
 pub mod report;
+pub mod rules;
 mod steal;
 pub mod sysfs;
 pub mod thresholds;
 
-pub use steal::steal_order;
+pub use steal::{node_order, steal_order};
 
 use anyhow::{bail, Result};
 

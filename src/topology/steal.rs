@@ -12,15 +12,21 @@ pub fn steal_order(layout: &Layout) -> Vec<Vec<usize>> {
         .collect()
 }
 
+/// For each node, every node id from itself outwards by distance (ties by
+/// id, for determinism): the order in which work crosses nodes.
+pub fn node_order(layout: &Layout) -> Vec<Vec<usize>> {
+    (0..layout.nr_nodes())
+        .map(|own| {
+            let dist = &layout.node_distance[own];
+            let mut nodes: Vec<usize> = (0..layout.nr_nodes()).collect();
+            nodes.sort_by_key(|&n| (n != own, dist[n], n));
+            nodes
+        })
+        .collect()
+}
+
 fn order_for(layout: &Layout, own: usize) -> Vec<usize> {
-    let own_node = layout.llc_node[own];
-    let dist = &layout.node_distance[own_node];
-
-    // Nodes by distance from ours (ours first: it has the local distance),
-    // ties broken by id for determinism.
-    let mut nodes: Vec<usize> = (0..layout.nr_nodes()).collect();
-    nodes.sort_by_key(|&n| (n != own_node, dist[n], n));
-
+    let nodes = node_order(layout).swap_remove(layout.llc_node[own]);
     let mut order = vec![own];
     for node in nodes {
         let tier: Vec<usize> = (0..layout.nr_llcs())
@@ -50,6 +56,13 @@ mod tests {
         let mut v = order.to_vec();
         v.sort();
         v == (0..n).collect::<Vec<_>>()
+    }
+
+    #[test]
+    fn nodes_nearest_first() {
+        let l = grid(4, 1, 2, srikar4());
+        assert_eq!(node_order(&l)[0], vec![0, 1, 2, 3]);
+        assert_eq!(node_order(&l)[2], vec![2, 3, 0, 1]);
     }
 
     #[test]

@@ -101,3 +101,59 @@ nr_llcs() { cat /sys/devices/system/cpu/cpu[0-9]*/cache/index3/shared_cpu_list |
 proc_field() {
 	sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f$(($2 - 2))
 }
+
+# --- NUMA placement helpers -------------------------------------------------
+
+ALL_CPUS=$(cat /sys/devices/system/cpu/online)
+node_cpus() { cat "/sys/devices/system/node/node$1/cpulist"; }
+
+# CPU_NODES: the node of every CPU, as "n0 n1 ..." indexed by CPU id.
+CPU_NODES=$(for n in /sys/devices/system/node/node[0-9]*; do
+	echo "${n##*node} $(cat "$n/cpulist")"
+done | awk '{ k = split($2, p, ",")
+	for (i = 1; i <= k; i++) {
+		if (split(p[i], r, "-") == 2) { for (c = r[1]; c <= r[2]; c++) node[c] = $1 }
+		else node[p[i]] = $1
+	} }
+	END { for (c = 0; c in node; c++) printf "%s ", node[c] }')
+
+# task_nodes PID...: the node each thread of each PID last ran on, one a
+# line. One cat and one awk, whatever the count: sampling must stay cheap
+# next to what it measures.
+task_nodes() {
+	files=
+	for pid in "$@"; do files="$files $(echo /proc/"$pid"/task/*/stat)"; done
+	# shellcheck disable=SC2086
+	cat $files 2>/dev/null | awk -v map="$CPU_NODES" 'BEGIN { split(map, m, " ") }
+		{ sub(/^.*\) /, ""); split($0, f, " "); print m[f[37] + 1] }'
+}
+
+# node_histogram PID...: "c0 c1 ..." threads per node, every node listed.
+node_histogram() {
+	task_nodes "$@" | awk -v n="$(nr_nodes)" '{ c[$1]++ }
+		END { for (i = 0; i < n; i++) printf "%d ", c[i] + 0 }'
+}
+
+# spawn_from CPUS CMD...: run CMD from a process started on CPUS that may
+# then use every CPU, so where its children go is the fork placement's
+# decision. Sets SPAWNED to its pid.
+spawn_from() {
+	cpus=$1
+	shift
+	taskset -c "$cpus" sh -c 'taskset -p -c "$0" $$ >/dev/null; exec "$@"' "$ALL_CPUS" "$@" \
+		>/dev/null 2>&1 &
+	SPAWNED=$!
+}
+
+# keep_off CPU: move this shell (and so everything it starts later, the
+# scheduler included) onto one CPU, out of the way of what is measured.
+keep_off() { taskset -p -c "$1" $$ >/dev/null; }
+
+# tune ARGS: scx_nimble tune, failing the test if it fails.
+tune() {
+	out=$(scx_nimble tune "$@" 2>&1) || fail "scx_nimble tune $*: $out"
+	log "tune $*: $out"
+}
+
+# children PID: the pids of PID's child processes.
+children() { echo $(cat /proc/"$1"/task/*/children 2>/dev/null); }
