@@ -72,6 +72,7 @@ vm_tests! {
     n2l4_numa_pair_stays_local_by_rule: "n2l4", "numa_locality.sh";
     n2l4_numa_spread: "n2l4", "numa_spread.sh";
     n4_numa_spread_nearest_first: "n4", "numa_spread.sh";
+    n4_numa_mixed_load_each_rule: "n4", "numa_mixed.sh";
 }
 
 /// A /proc/schedstat cpumask ("00000000,000000ff") as a sorted CPU list.
