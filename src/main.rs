@@ -113,6 +113,13 @@ pub struct Opts {
     #[arg(long, value_enum, default_value_t = NumaRule::Mainline)]
     pub numa_rule: NumaRule,
 
+    /// How long (µs) a queued task waits, or a node stays overloaded, before
+    /// another node may take its tasks. Larger keeps locality through longer
+    /// load spikes; smaller spreads sustained overload sooner.
+    #[arg(long, default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub numa_patience_us: u64,
+
     /// Print a one-line counter summary every SECS seconds.
     #[arg(long, value_name = "SECS", value_parser = parse_interval)]
     pub stats: Option<f64>,

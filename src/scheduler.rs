@@ -101,6 +101,7 @@ impl<'a> Scheduler<'a> {
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.slice_ns = opts.slice_us * 1000;
+        rodata.numa_patience_ns = opts.numa_patience_us * 1000;
         rodata.smt_enabled = layout.smt;
         rodata.nr_cpu_ids = layout.nr_cpu_ids as u32;
         rodata.nr_llcs = layout.nr_llcs() as u32;
