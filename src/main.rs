@@ -108,7 +108,8 @@ pub struct Opts {
     pub imb_numa_nr: Vec<topology::thresholds::Override>,
 
     /// NUMA imbalance rule at fork and for every node crossing: the kernel's
-    /// (mainline), seed 000's v3 or v4 variants, or off (spread greedily).
+    /// (mainline), seed 000's v3, v4 or tip (v5.16) variants, or off
+    /// (spread greedily).
     /// `scx_nimble tune --numa-rule` switches it while running.
     #[arg(long, value_enum, default_value_t = NumaRule::Mainline)]
     pub numa_rule: NumaRule,

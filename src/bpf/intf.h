@@ -74,6 +74,7 @@ enum numa_rule {
 	NUMA_RULE_V3,		/* seed 000's v3: allow while busiest < imb_numa_nr */
 	NUMA_RULE_V4,		/* seed 000's v4: busiest <= 25 % of span, diff <= imb_numa_nr */
 	NUMA_RULE_OFF,		/* no allowance: nodes are crossed like LLCs */
+	NUMA_RULE_TIP,		/* seed 000's tip-core (v5.16): busiest < 25 % of its group */
 	NR_NUMA_RULES,
 };
 

@@ -202,9 +202,10 @@ static struct numa_level *level_between(u32 node, u32 other, u32 *within)
 	return NULL;
 }
 
-/* rules.rs: NumaRule::tolerates. */
-static __always_inline bool rule_tolerates(u32 rule, s32 imb, s32 span, s32 imbalance,
-					   s32 dst_running, s32 src_running, bool at_fork)
+/* rules.rs: NumaRule::tolerates. @weight: CPUs of the source group. */
+static __always_inline bool rule_tolerates(u32 rule, s32 imb, s32 span, s32 weight,
+					   s32 imbalance, s32 dst_running, s32 src_running,
+					   bool at_fork)
 {
 	switch (rule) {
 	case NUMA_RULE_MAINLINE:
@@ -213,6 +214,8 @@ static __always_inline bool rule_tolerates(u32 rule, s32 imb, s32 span, s32 imba
 		return src_running < imb && (at_fork || imbalance <= NUMA_IMBALANCE_MIN);
 	case NUMA_RULE_V4:
 		return src_running <= span / 4 && imbalance <= imb;
+	case NUMA_RULE_TIP:
+		return src_running < weight / 4 && (at_fork || imbalance <= NUMA_IMBALANCE_MIN);
 	default:
 		return false;
 	}
@@ -231,7 +234,8 @@ static __always_inline bool fork_moves(u32 rule, s32 imb, s32 span, struct node_
 	diff = idlest_idle - local->idle;
 	if (diff < 0)
 		diff = -diff;
-	if (rule_tolerates(rule, imb, span, diff, local->run + 1, local->run + 1, true))
+	if (rule_tolerates(rule, imb, span, local->cpus, diff, local->run + 1, local->run + 1,
+			   true))
 		return false;
 	return idlest_idle > local->idle;
 }
@@ -276,7 +280,7 @@ static enum numa_verdict numa_pull_ok(struct numa_snap *s, u32 dst, u32 src,
 		return node_overloaded_long(src) ? NUMA_GO_ANY : NUMA_GO_COLD;
 	}
 	imbalance = d.idle - g.idle;
-	if (rule_tolerates(rule, l->imb_numa_nr, l->span_weight, imbalance, d.run + 1,
+	if (rule_tolerates(rule, l->imb_numa_nr, l->span_weight, g.cpus, imbalance, d.run + 1,
 			   g.run, false))
 		return NUMA_KEEP;
 	return imbalance >= 2 ? NUMA_GO_COLD : NUMA_KEEP;

@@ -27,10 +27,15 @@ pub enum NumaRule {
     V4,
     /// No allowance: nodes are crossed as freely as LLCs (greedy spreading).
     Off,
+    /// Seed 000's baseline "tip-core" (v5.16, before imb_numa_nr existed):
+    /// tolerate a difference of at most 2 idle CPUs while the busiest group
+    /// (at fork: the local group with the child) runs fewer tasks than a
+    /// quarter of its CPUs; at fork, regardless of the idle difference.
+    Tip,
 }
 
 impl NumaRule {
-    pub const ALL: [NumaRule; 4] = [Self::Mainline, Self::V3, Self::V4, Self::Off];
+    pub const ALL: [NumaRule; 5] = [Self::Mainline, Self::V3, Self::V4, Self::Off, Self::Tip];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -38,6 +43,7 @@ impl NumaRule {
             Self::V3 => "v3",
             Self::V4 => "v4",
             Self::Off => "off",
+            Self::Tip => "tip",
         }
     }
 
@@ -49,6 +55,7 @@ impl NumaRule {
             Self::V3 => numa_rule_NUMA_RULE_V3,
             Self::V4 => numa_rule_NUMA_RULE_V4,
             Self::Off => numa_rule_NUMA_RULE_OFF,
+            Self::Tip => numa_rule_NUMA_RULE_TIP,
         }
     }
 
@@ -68,6 +75,9 @@ impl NumaRule {
             }
             Self::V4 => v.src_running <= v.span_weight / 4 && v.imbalance <= v.imb_numa_nr,
             Self::Off => false,
+            Self::Tip => {
+                v.src_running < v.group_weight / 4 && (at_fork || v.imbalance <= NUMA_IMBALANCE_MIN)
+            }
         }
     }
 }
@@ -84,6 +94,8 @@ pub struct View {
     pub dst_running: i64,
     /// Tasks the source (busiest) group runs.
     pub src_running: i64,
+    /// CPUs of the source group (at fork: of the local group).
+    pub group_weight: i64,
 }
 
 // fork_moves and pull_allowed are the reference numa_gate.bpf.h mirrors;
@@ -93,10 +105,12 @@ pub struct View {
 /// leave the local group for the idlest one? The threshold is clamped to the
 /// CPUs of the local group the task may use.
 #[cfg_attr(not(test), allow(dead_code))]
+#[allow(clippy::too_many_arguments)]
 pub fn fork_moves(
     rule: NumaRule,
     imb_numa_nr: i64,
     span_weight: i64,
+    local_cpus: i64,
     allowed_local: i64,
     local_idle: i64,
     local_running: i64,
@@ -112,6 +126,7 @@ pub fn fork_moves(
         imbalance: (idlest_idle - local_idle).abs(),
         dst_running: local_running + 1,
         src_running: local_running + 1,
+        group_weight: local_cpus,
     };
     !rule.tolerates(&v, true) && idlest_idle > local_idle
 }
@@ -141,6 +156,7 @@ pub fn pull_allowed(
         imbalance: dst_idle - src_idle,
         dst_running: dst_running + 1,
         src_running,
+        group_weight: src_cpus,
     };
     // The kernel halves the imbalance into tasks to move: one task moves
     // only for a difference of at least two idle CPUs.
@@ -155,7 +171,7 @@ mod tests {
     // Two nodes of 4 CPUs (the n2l4 VM), mainline imb_numa_nr = 2, span 8.
     fn fork_n2l4(rule: NumaRule, local_running: i64) -> bool {
         let local_idle = 4 - local_running;
-        fork_moves(rule, 2, 8, 4, local_idle, local_running, 4)
+        fork_moves(rule, 2, 8, 4, 4, local_idle, local_running, 4)
     }
 
     #[test]
@@ -171,29 +187,29 @@ mod tests {
     #[test]
     fn v3_spreads_the_pair_and_off_spreads_at_once() {
         assert!(fork_n2l4(V3, 1), "v3: 2 running is not < 2");
-        assert!(!fork_moves(V3, 3, 8, 4, 3, 1, 4), "v3 with imb 3 keeps it");
+        assert!(!fork_moves(V3, 3, 8, 4, 4, 3, 1, 4), "v3 with imb 3 keeps it");
         assert!(fork_n2l4(Off, 1), "off: the idler node wins at once");
     }
 
     #[test]
     fn off_only_moves_to_a_strictly_idler_group() {
         // Equal idle counts: stay (kernel: local idle >= idlest idle).
-        assert!(!fork_moves(Off, 2, 8, 4, 4, 0, 4));
-        assert!(fork_moves(Off, 2, 8, 4, 3, 1, 4));
+        assert!(!fork_moves(Off, 2, 8, 4, 4, 4, 0, 4));
+        assert!(fork_moves(Off, 2, 8, 4, 4, 3, 1, 4));
     }
 
     #[test]
     fn v4_uses_a_quarter_of_the_span_and_the_idle_difference() {
         // span 8: tolerate while <= 2 run locally and diff <= imb.
-        assert!(!fork_moves(V4, 2, 8, 4, 3, 1, 4));
-        assert!(fork_moves(V4, 2, 8, 4, 2, 2, 4));
-        assert!(!fork_moves(V4, 8, 32, 16, 12, 4, 16));
+        assert!(!fork_moves(V4, 2, 8, 4, 4, 3, 1, 4));
+        assert!(fork_moves(V4, 2, 8, 4, 4, 2, 2, 4));
+        assert!(!fork_moves(V4, 8, 32, 16, 16, 12, 4, 16));
     }
 
     #[test]
     fn the_clamp_to_allowed_cpus_applies() {
         // With one usable local CPU the threshold is 1: the child moves.
-        assert!(fork_moves(Mainline, 2, 8, 1, 3, 1, 4));
+        assert!(fork_moves(Mainline, 2, 8, 4, 1, 3, 1, 4));
     }
 
     #[test]
@@ -211,6 +227,19 @@ mod tests {
         // v3: the busiest group's count decides.
         assert!(pull_allowed(V3, 2, 8, 4, 0, 2, 2, 4));
         assert!(!pull_allowed(V3, 3, 8, 4, 0, 2, 2, 4));
+    }
+
+    #[test]
+    fn tip_allows_a_quarter_of_the_group() {
+        // 4-CPU nodes: fewer than 1 task: only an idle node keeps its first child.
+        assert!(!fork_moves(Tip, 2, 8, 4, 4, 4, 0, 4));
+        assert!(fork_moves(Tip, 2, 8, 4, 4, 3, 1, 4));
+        // 16-CPU nodes: up to 3 tasks stay, whatever imb_numa_nr says.
+        assert!(!fork_moves(Tip, 0, 32, 16, 16, 13, 2, 16));
+        assert!(fork_moves(Tip, 99, 32, 16, 16, 12, 3, 16));
+        // Runtime: busiest 3 of 16 CPUs, diff 3: the diff is too large.
+        assert!(pull_allowed(Tip, 0, 32, 16, 0, 13, 3, 16));
+        assert!(!pull_allowed(Tip, 0, 32, 15, 1, 13, 3, 16));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 N=$(nr_cpus)
 SECS=${SECS:-60}
 start_sched --stats 5
-TOTAL=$((8 * SECS + 60))	# outlives the test; stopped at the end
+TOTAL=$((10 * SECS + 60))	# outlives the test; stopped at the end
 stress-ng --cpu "$N" --fork 2 --affinity 2 --affinity-rand --timeout "${TOTAL}s" \
 	>/tmp/stress.out 2>&1 &
 STRESS=$!
@@ -19,7 +19,7 @@ for i in 1 2; do
 done
 
 summary=
-for rule in mainline v3 v4 off; do
+for rule in mainline v3 v4 off tip; do
 	tune --numa-rule $rule
 	sleep "$SECS"
 	assert_attached "after $SECS s under $rule"
@@ -41,4 +41,4 @@ assert_counter pending = 0
 final=$(counter node_running)
 echo "$final" | tr ',' '\n' | grep -qv '^0$' && fail "node_running after unload: $final"
 assert_clean_dmesg
-pass "4 rules x $SECS s of mixed load, attached throughout:$summary"
+pass "5 rules x $SECS s of mixed load, attached throughout:$summary"
