@@ -45,7 +45,11 @@ pub fn read(map: &impl MapCore) -> Result<Ctl> {
         .context("reading nimble_ctl")?
         .context("nimble_ctl has no entry 0")?;
     if bytes.len() != std::mem::size_of::<nimble_ctl>() {
-        bail!("nimble_ctl value is {} bytes, expected {}", bytes.len(), std::mem::size_of::<nimble_ctl>());
+        bail!(
+            "nimble_ctl value is {} bytes, expected {}",
+            bytes.len(),
+            std::mem::size_of::<nimble_ctl>()
+        );
     }
     // SAFETY: the length matches and nimble_ctl is plain u32s.
     let raw = unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const nimble_ctl) };

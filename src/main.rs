@@ -15,12 +15,12 @@ mod topology;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use topology::rules::NumaRule;
 use log::info;
 use std::mem::MaybeUninit;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use topology::rules::NumaRule;
 
 /// scx_nimble: per-LLC dispatch queues with local-first dispatch and
 /// topology-ordered stealing, for sched_ext kernels.

@@ -179,7 +179,11 @@ impl<'a> Scheduler<'a> {
     fn watch_ctl(&mut self) -> Result<()> {
         let now = ctl::read(&self.skel.maps.nimble_ctl)?;
         if now != self.ctl {
-            info!("controls changed: {} (was {})", now.describe(), self.ctl.describe());
+            info!(
+                "controls changed: {} (was {})",
+                now.describe(),
+                self.ctl.describe()
+            );
             self.ctl = now;
         }
         Ok(())

@@ -122,8 +122,17 @@ impl fmt::Display for Counters {
         if self.node.len() > 1 {
             // Totals, then one value per node: fork_local=5 node_fork_local=4,1
             for (idx, name) in NODE_NAMES {
-                let per: Vec<String> = self.node.iter().map(|n| n[idx as usize].to_string()).collect();
-                write!(f, " {name}={} node_{name}={}", self.node_total(idx), per.join(","))?;
+                let per: Vec<String> = self
+                    .node
+                    .iter()
+                    .map(|n| n[idx as usize].to_string())
+                    .collect();
+                write!(
+                    f,
+                    " {name}={} node_{name}={}",
+                    self.node_total(idx),
+                    per.join(",")
+                )?;
             }
         }
         Ok(())
@@ -175,15 +184,24 @@ mod tests {
     #[test]
     fn node_counters_print_totals_and_per_node() {
         let mut c = Counters::from_percpu(&[], 0, vec![1, 2]);
-        let n0: Vec<u8> = [3u64, 1, 0, 0, 2, 0].iter().flat_map(|x| x.to_ne_bytes()).collect();
-        let n1: Vec<u8> = [0u64, 0, 4, 1, 0, 2].iter().flat_map(|x| x.to_ne_bytes()).collect();
+        let n0: Vec<u8> = [3u64, 1, 0, 0, 2, 0]
+            .iter()
+            .flat_map(|x| x.to_ne_bytes())
+            .collect();
+        let n1: Vec<u8> = [0u64, 0, 4, 1, 0, 2]
+            .iter()
+            .flat_map(|x| x.to_ne_bytes())
+            .collect();
         c.push_node(&[n0.clone(), n0]);
         c.push_node(&[n1]);
         assert_eq!(c.node_total(node_stat_NSTAT_FORK_LOCAL), 6);
         let line = c.to_string();
         assert!(line.contains(" fork_local=6 node_fork_local=6,0"), "{line}");
         assert!(line.contains(" numa_pull=4 node_numa_pull=0,4"), "{line}");
-        assert!(line.contains(" home_return=2 node_home_return=0,2"), "{line}");
+        assert!(
+            line.contains(" home_return=2 node_home_return=0,2"),
+            "{line}"
+        );
         let mut idx: Vec<u32> = NODE_NAMES.iter().map(|n| n.0).collect();
         idx.sort();
         assert_eq!(idx, (0..NR_NODE_STATS as u32).collect::<Vec<_>>());

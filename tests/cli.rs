@@ -36,7 +36,11 @@ fn malformed_flags() {
     one_line_error(&nimble(&["--stats", "0"]), 2, "between 0.1 and 3600");
     one_line_error(&nimble(&["--bogus"]), 2, "unexpected argument");
     one_line_error(&nimble(&["--numa-rule", "v5"]), 2, "--numa-rule");
-    one_line_error(&nimble(&["--numa-patience-us", "2000000"]), 2, "0..=1000000");
+    one_line_error(
+        &nimble(&["--numa-patience-us", "2000000"]),
+        2,
+        "0..=1000000",
+    );
     one_line_error(&nimble(&["tune", "--numa-rule", "eevdf"]), 2, "--numa-rule");
 }
 

@@ -67,9 +67,7 @@ impl NumaRule {
     /// because of it.
     pub fn tolerates(self, v: &View, at_fork: bool) -> bool {
         match self {
-            Self::Mainline => {
-                v.dst_running <= v.imb_numa_nr && v.imbalance <= NUMA_IMBALANCE_MIN
-            }
+            Self::Mainline => v.dst_running <= v.imb_numa_nr && v.imbalance <= NUMA_IMBALANCE_MIN,
             Self::V3 => {
                 v.src_running < v.imb_numa_nr && (at_fork || v.imbalance <= NUMA_IMBALANCE_MIN)
             }
@@ -187,7 +185,10 @@ mod tests {
     #[test]
     fn v3_spreads_the_pair_and_off_spreads_at_once() {
         assert!(fork_n2l4(V3, 1), "v3: 2 running is not < 2");
-        assert!(!fork_moves(V3, 3, 8, 4, 4, 3, 1, 4), "v3 with imb 3 keeps it");
+        assert!(
+            !fork_moves(V3, 3, 8, 4, 4, 3, 1, 4),
+            "v3 with imb 3 keeps it"
+        );
         assert!(fork_n2l4(Off, 1), "off: the idler node wins at once");
     }
 
