@@ -100,7 +100,8 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 		return;
 	llc = llc_of(cpu);
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
-	tctx->queued_at = bpf_ktime_get_ns();
+	if (nr_nodes > 1)	/* only the NUMA gate asks how long it waited */
+		tctx->queued_at = bpf_ktime_get_ns();
 	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, task_vtime(p, llc), enq_flags);
 	kick_idle_cpu(p, cpu, tctx, false);
 }
@@ -172,7 +173,6 @@ static __always_inline void kick_for_waiters(s32 cpu)
 
 	if (nr_nodes < 2 || !valid_cpu(cpu))
 		return;
-	node_tick(cpu);
 	llc = llc_of(cpu);
 	if (!scx_bpf_dsq_nr_queued(llc_dsq(llc)))
 		return;

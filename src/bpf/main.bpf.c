@@ -85,9 +85,15 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 	}
 }
 
+/* Periodic NUMA balancing: node load averages, then help for waiters. */
 void BPF_STRUCT_OPS(nimble_tick, struct task_struct *p)
 {
-	kick_for_waiters(scx_bpf_task_cpu(p));
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	if (nr_nodes < 2)
+		return;
+	node_tick(cpu);
+	kick_for_waiters(cpu);
 }
 
 void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)

@@ -9,11 +9,12 @@
  *
  * Where tasks cross nodes:
  *   - fork: fork_node() picks the node, as find_idlest_cpu() does;
- *   - a task whose slice ended is pushed to an idle CPU of another node if
- *     the rule lets it go (the kernel's active balancing);
- *   - an idle CPU pulls from another node's queue a task that has waited
- *     numa_patience_ns, if the rule lets it go; ops.tick kicks such a CPU
- *     for tasks left waiting.
+ *   - a CPU-bound task whose slice ended is pushed to an idle CPU of
+ *     another node if the rule lets it go (the kernel's active balancing);
+ *   - a CPU going idle pulls from another node's queue a task that has
+ *     waited numa_patience_ns (any task, if that node has been overloaded
+ *     that long), if the rule lets it go; ops.tick kicks such a CPU for
+ *     tasks left waiting.
  * Wakeups never cross nodes: like the kernel's select_idle_sibling() they
  * stay near the previous CPU, so short load spikes move nothing.
  */
