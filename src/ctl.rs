@@ -7,8 +7,57 @@ use crate::bpf_intf::nimble_ctl;
 use crate::preflight;
 use crate::topology::rules::NumaRule;
 use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use std::path::Path;
+
+/// Which tasks go through the per-LLC shared wakequeue (src/bpf/swq.bpf.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SwqMode {
+    /// No shared wakequeue.
+    Off,
+    /// David Vernet's v1: wakeups that stay on their previous CPU.
+    Wakeups,
+    /// ego-1: only wakeups that found no idle CPU.
+    SisFail,
+    /// v2/v3: every queued task.
+    All,
+}
+
+impl SwqMode {
+    pub const ALL: [SwqMode; 4] = [Self::Off, Self::Wakeups, Self::SisFail, Self::All];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Wakeups => "wakeups",
+            Self::SisFail => "sis-fail",
+            Self::All => "all",
+        }
+    }
+
+    /// The value BPF knows it by (enum swq_mode in intf.h).
+    pub fn bpf(self) -> u32 {
+        use crate::bpf_intf::*;
+        match self {
+            Self::Off => swq_mode_SWQ_OFF,
+            Self::Wakeups => swq_mode_SWQ_WAKEUPS,
+            Self::SisFail => swq_mode_SWQ_SIS_FAIL,
+            Self::All => swq_mode_SWQ_ALL,
+        }
+    }
+
+    pub fn from_bpf(v: u32) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.bpf() == v)
+    }
+}
+
+/// A switch `tune` can turn either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
 
 /// The map's name as the kernel lists it (BPF object names are 15 bytes).
 const MAP_NAME: &str = "nimble_ctl";
@@ -17,25 +66,62 @@ const MAP_NAME: &str = "nimble_ctl";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ctl {
     pub numa_rule: NumaRule,
+    pub swq_mode: SwqMode,
+    pub swq_affinity: bool,
+}
+
+/// What `scx_nimble tune` may change; None leaves a control as it is.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Changes {
+    pub numa_rule: Option<NumaRule>,
+    pub swq_mode: Option<SwqMode>,
+    pub swq_affinity: Option<OnOff>,
 }
 
 impl Ctl {
     fn to_raw(self) -> nimble_ctl {
         nimble_ctl {
             numa_rule: self.numa_rule.bpf(),
-            pad: [0; 3],
+            swq_mode: self.swq_mode.bpf(),
+            swq_affinity: self.swq_affinity as u32,
+            pad: 0,
         }
     }
 
     fn from_raw(raw: &nimble_ctl) -> Result<Self> {
         let numa_rule = NumaRule::from_bpf(raw.numa_rule)
             .with_context(|| format!("unknown NUMA rule {} in the map", raw.numa_rule))?;
-        Ok(Ctl { numa_rule })
+        let swq_mode = SwqMode::from_bpf(raw.swq_mode)
+            .with_context(|| format!("unknown swq mode {} in the map", raw.swq_mode))?;
+        Ok(Ctl {
+            numa_rule,
+            swq_mode,
+            swq_affinity: raw.swq_affinity != 0,
+        })
     }
 
-    /// "numa_rule=mainline": the form logs and stats lines use.
+    pub fn apply(mut self, c: Changes) -> Self {
+        if let Some(r) = c.numa_rule {
+            self.numa_rule = r;
+        }
+        if let Some(m) = c.swq_mode {
+            self.swq_mode = m;
+        }
+        if let Some(a) = c.swq_affinity {
+            self.swq_affinity = a == OnOff::On;
+        }
+        self
+    }
+
+    /// "numa_rule=mainline swq=off swq_affinity=off": the form logs and
+    /// stats lines use.
     pub fn describe(&self) -> String {
-        format!("numa_rule={}", self.numa_rule.name())
+        format!(
+            "numa_rule={} swq={} swq_affinity={}",
+            self.numa_rule.name(),
+            self.swq_mode.name(),
+            if self.swq_affinity { "on" } else { "off" }
+        )
     }
 }
 
@@ -90,16 +176,13 @@ fn running_map() -> Result<MapHandle> {
 }
 
 /// `scx_nimble tune`: print the controls, changing those given.
-pub fn tune(numa_rule: Option<NumaRule>) -> Result<()> {
+pub fn tune(changes: Changes) -> Result<()> {
     if unsafe { libc::geteuid() } != 0 {
         bail!("must run as root: changing a loaded BPF scheduler needs CAP_BPF");
     }
     let map = running_map()?;
     let old = read(&map)?;
-    let mut new = old;
-    if let Some(r) = numa_rule {
-        new.numa_rule = r;
-    }
+    let new = old.apply(changes);
     if new != old {
         write(&map, new)?;
         println!("{} (was {})", new.describe(), old.describe());
@@ -107,4 +190,42 @@ pub fn tune(numa_rule: Option<NumaRule>) -> Result<()> {
         println!("{}", new.describe());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swq_modes_round_trip_through_bpf_values() {
+        for m in SwqMode::ALL {
+            assert_eq!(SwqMode::from_bpf(m.bpf()), Some(m));
+        }
+        assert_eq!(SwqMode::from_bpf(99), None);
+    }
+
+    #[test]
+    fn changes_touch_only_what_is_given() {
+        let ctl = Ctl {
+            numa_rule: NumaRule::Mainline,
+            swq_mode: SwqMode::Off,
+            swq_affinity: false,
+        };
+        let c = ctl.apply(Changes {
+            swq_mode: Some(SwqMode::SisFail),
+            ..Default::default()
+        });
+        assert_eq!(c.numa_rule, NumaRule::Mainline);
+        assert_eq!(
+            c.describe(),
+            "numa_rule=mainline swq=sis-fail swq_affinity=off"
+        );
+        let raw = c.to_raw();
+        assert_eq!(Ctl::from_raw(&raw).unwrap(), c);
+        let c = c.apply(Changes {
+            swq_affinity: Some(OnOff::On),
+            ..Default::default()
+        });
+        assert!(c.swq_affinity);
+    }
 }

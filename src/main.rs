@@ -8,6 +8,7 @@
 mod bpf_intf;
 mod bpf_skel;
 mod ctl;
+mod hist;
 mod preflight;
 mod scheduler;
 mod stats;
@@ -15,6 +16,7 @@ mod topology;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
+use ctl::{OnOff, SwqMode};
 use log::info;
 use std::mem::MaybeUninit;
 use std::path::Path;
@@ -52,6 +54,12 @@ struct TuneArgs {
     /// Switch the NUMA imbalance rule.
     #[arg(long, value_enum)]
     numa_rule: Option<NumaRule>,
+    /// Switch the shared wakequeue mode (tasks already queued still run).
+    #[arg(long, value_enum)]
+    swq: Option<SwqMode>,
+    /// Turn the affinity-aware swq pull on or off.
+    #[arg(long, value_enum)]
+    swq_affinity: Option<OnOff>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -121,6 +129,26 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub numa_patience_us: u64,
 
+    /// Per-LLC shared wakequeue: which tasks go through it (a FIFO any CPU
+    /// of the LLC takes from before stealing from other LLCs). `wakeups`
+    /// spreads wakeups to the first free CPU at the cost of some locality;
+    /// `sis-fail` only when no idle CPU was found; `all` queues everything.
+    /// `scx_nimble tune --swq` switches it while running.
+    #[arg(long, value_enum, default_value_t = SwqMode::Off)]
+    pub swq: SwqMode,
+
+    /// swq pullers scan up to 8 queued tasks for one they may run, instead
+    /// of looking at the head only: more work found for CPUs behind
+    /// restricted tasks, at a longer time holding the queue.
+    #[arg(long)]
+    pub swq_affinity: bool,
+
+    /// Shards per LLC shared wakequeue (default: one per 6 CPUs). More
+    /// shards contend less on large LLCs; fewer keep the order FIFO.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=topology::swq::MAX_SHARDS as u64))]
+    pub swq_shards: Option<u64>,
+
     /// Print a one-line counter summary every SECS seconds.
     #[arg(long, value_name = "SECS", value_parser = parse_interval)]
     pub stats: Option<f64>,
@@ -160,7 +188,11 @@ fn main() {
     };
     let res = match &cli.cmd {
         Some(Cmd::Topology(args)) => show_topology(args),
-        Some(Cmd::Tune(args)) => ctl::tune(args.numa_rule),
+        Some(Cmd::Tune(args)) => ctl::tune(ctl::Changes {
+            numa_rule: args.numa_rule,
+            swq_mode: args.swq,
+            swq_affinity: args.swq_affinity,
+        }),
         None => run(&cli.opts),
     };
     if let Err(e) = res {

@@ -24,6 +24,7 @@ pub struct Scheduler<'a> {
     link: Option<libbpf_rs::Link>,
     stats_interval: Option<Duration>,
     nr_nodes: usize,
+    nr_llcs: usize,
     /// The controls last seen in nimble_ctl (`scx_nimble tune` changes them).
     ctl: Ctl,
 }
@@ -76,6 +77,7 @@ impl<'a> Scheduler<'a> {
         let topo = scx_utils::Topology::new().context("reading the CPU topology")?;
         let layout = Layout::from_scx(&topo).context("unsupported CPU topology")?;
         let order = topology::steal_order(&layout);
+        let swq = topology::swq::plan(&layout, opts.swq_shards.map(|n| n as usize));
         let node_order = topology::node_order(&layout);
         info!(
             "scx_nimble {}: {} CPUs, {} LLCs, {} NUMA nodes, SMT {}, slice {} us",
@@ -88,9 +90,10 @@ impl<'a> Scheduler<'a> {
         );
         for (llc, o) in order.iter().enumerate() {
             debug!(
-                "LLC {llc} (node {}): CPUs {:?}, consumes {o:?}",
+                "LLC {llc} (node {}): CPUs {:?}, consumes {o:?}, {} swq shard(s)",
                 layout.llc_node[llc],
-                layout.llc_cpus(llc)
+                layout.llc_cpus(llc),
+                swq.llc_shards[llc]
             );
         }
 
@@ -120,6 +123,10 @@ impl<'a> Scheduler<'a> {
                 rodata.steal_order[llc][i] = victim as u32;
             }
             rodata.node_nr_cpus[node] += layout.llc_cpus(llc).len() as u32;
+            rodata.llc_nr_shards[llc] = swq.llc_shards[llc] as u32;
+        }
+        for (cpu, &shard) in swq.cpu_shard.iter().enumerate() {
+            rodata.cpu_shard[cpu] = shard as u32;
         }
         for (node, dists) in layout.node_distance.iter().enumerate() {
             for (other, &d) in dists.iter().enumerate() {
@@ -134,6 +141,8 @@ impl<'a> Scheduler<'a> {
         write_thresholds(&skel, opts)?;
         let ctl = Ctl {
             numa_rule: opts.numa_rule,
+            swq_mode: opts.swq,
+            swq_affinity: opts.swq_affinity,
         };
         ctl::write(&skel.maps.nimble_ctl, ctl)?;
         let link = scx_ops_attach!(skel, nimble_ops)?;
@@ -144,6 +153,7 @@ impl<'a> Scheduler<'a> {
             link: Some(link),
             stats_interval: opts.stats.map(Duration::from_secs_f64),
             nr_nodes: layout.nr_nodes(),
+            nr_llcs: layout.nr_llcs(),
             ctl,
         })
     }
@@ -171,6 +181,24 @@ impl<'a> Scheduler<'a> {
                 .context("reading the node_stats map")?
                 .unwrap_or_default();
             c.push_node(&per_cpu);
+        }
+        for llc in 0..self.nr_llcs as u32 {
+            let key = llc.to_ne_bytes();
+            let per_cpu = self
+                .skel
+                .maps
+                .llc_stats
+                .lookup_percpu(&key, MapFlags::ANY)
+                .context("reading the llc_stats map")?
+                .unwrap_or_default();
+            let hist = self
+                .skel
+                .maps
+                .swq_hist
+                .lookup(&key, MapFlags::ANY)
+                .context("reading the swq_hist map")?
+                .unwrap_or_default();
+            c.push_llc(&per_cpu, &hist, bss.swq_depth[llc as usize]);
         }
         Ok(c)
     }
@@ -209,7 +237,11 @@ impl<'a> Scheduler<'a> {
         self.link.take();
         let fin = self.counters()?;
         println!("final: {fin} imbalance={}", fin.imbalance());
-        if fin.imbalance() != 0 || fin.pending != 0 || fin.node_running.iter().any(|&n| n != 0) {
+        if fin.imbalance() != 0
+            || fin.pending != 0
+            || fin.node_running.iter().any(|&n| n != 0)
+            || fin.swq_depth.iter().any(|&n| n != 0)
+        {
             warn!(
                 "counters do not balance: {} inserted, {} unaccounted",
                 fin.inserted(),

@@ -42,6 +42,12 @@ fn malformed_flags() {
         "0..=1000000",
     );
     one_line_error(&nimble(&["tune", "--numa-rule", "eevdf"]), 2, "--numa-rule");
+    one_line_error(&nimble(&["--swq", "sometimes"]), 2, "--swq");
+    one_line_error(&nimble(&["--swq-shards", "0"]), 2, "1..=16");
+    one_line_error(&nimble(&["--swq-shards", "17"]), 2, "1..=16");
+    one_line_error(&nimble(&["--swq-affinity=yes"]), 2, "--swq-affinity");
+    one_line_error(&nimble(&["tune", "--swq", "david"]), 2, "--swq");
+    one_line_error(&nimble(&["tune", "--swq-affinity", "maybe"]), 2, "--swq-affinity");
 }
 
 #[test]
@@ -76,6 +82,9 @@ fn version_and_help() {
         "--version",
         "--numa-rule",
         "--imb-formula",
+        "--swq",
+        "--swq-affinity",
+        "--swq-shards",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }

@@ -73,6 +73,9 @@ vm_tests! {
     n2l4_numa_spread: "n2l4", "numa_spread.sh";
     n4_numa_spread_nearest_first: "n4", "numa_spread.sh";
     n4_numa_mixed_load_each_rule: "n4", "numa_mixed.sh";
+    l2_swq_modes_hackbench_and_live_switch: "l2", "swq_modes.sh";
+    l2_swq_pinned_and_remote_llc_tasks_run: "l2", "swq_pinned.sh";
+    l2_swq_affinity_pulls_only_allowed: "l2", "swq_affinity.sh";
 }
 
 /// A /proc/schedstat cpumask ("00000000,000000ff") as a sorted CPU list.

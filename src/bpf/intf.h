@@ -13,6 +13,10 @@ enum nimble_limits {
 	MAX_NODES	= 32,
 	/* SD_NUMA levels per node (one per distinct remote SLIT distance). */
 	MAX_NUMA_LEVELS	= 8,
+	/* Shared wakequeue shards per LLC (the series used ~6 CPUs a shard). */
+	MAX_SWQ_SHARDS	= 16,
+	/* Buckets of the swq wait histogram (see swq_hist_bucket). */
+	SWQ_HIST_BUCKETS = 128,
 };
 
 /*
@@ -42,12 +46,14 @@ enum nimble_stat {
 	STAT_INS_DIRECT,	/* select_cpu found an idle CPU: straight to its local DSQ */
 	STAT_INS_LOCAL,		/* enqueue: single-CPU task whose CPU was idle, to its local DSQ */
 	STAT_INS_LLC,		/* enqueue: into the LLC DSQ of the task's CPU */
+	STAT_INS_SWQ,		/* enqueue: into the shared wakequeue of the task's LLC */
 
 	STAT_RUN_DIRECT,	/* ran after INS_DIRECT */
 	STAT_RUN_LOCAL,		/* ran after INS_LOCAL */
 	STAT_RUN_LLC_OWN,	/* ran from the LLC DSQ of the CPU that ran it */
 	STAT_RUN_LLC_NODE,	/* stolen from another LLC of the same node */
 	STAT_RUN_LLC_REMOTE,	/* stolen from an LLC of another node */
+	STAT_RUN_SWQ,		/* ran after INS_SWQ (per-LLC detail in llc_stats) */
 	STAT_DROPPED,		/* left its queue without running */
 
 	STAT_IDLE_PREV,		/* select_cpu: previous CPU (whole core) idle */
@@ -84,7 +90,53 @@ enum numa_rule {
  */
 struct nimble_ctl {
 	unsigned int numa_rule;		/* enum numa_rule */
-	unsigned int pad[3];
+	unsigned int swq_mode;		/* enum swq_mode */
+	unsigned int swq_affinity;	/* 1: pullers scan past tasks they may not run */
+	unsigned int pad;
+};
+
+/*
+ * Which tasks go through the per-LLC shared wakequeue (--swq), after seed
+ * 002. Only tasks that may run on more than one CPU ever enter it.
+ */
+enum swq_mode {
+	SWQ_OFF,	/* no task enters it */
+	SWQ_WAKEUPS,	/* David's v1: wakeups that stay on their previous CPU */
+	SWQ_SIS_FAIL,	/* ego-1: wakeups for which select_cpu found no idle CPU */
+	SWQ_ALL,	/* v2/v3: every queued task */
+	NR_SWQ_MODES,
+};
+
+/*
+ * Per-LLC shared wakequeue counters (per-CPU map indexed by LLC; userspace
+ * sums CPUs). Charged to the LLC whose queue the task was in.
+ */
+enum llc_stat {
+	LSTAT_ENQ_WAKE_IDLE,	/* a wakeup that had an idle CPU claimed, via the swq */
+	LSTAT_ENQ_WAKE_BUSY,	/* a wakeup with no idle CPU found */
+	LSTAT_ENQ_OTHER,	/* any other enqueue (fork, preemption, slice end): mode all */
+	LSTAT_PULL,		/* ran after waiting in the swq */
+	LSTAT_PULL_XLLC,	/* ... on a CPU of another LLC (subset of PULL) */
+	LSTAT_SKIP_AFFINITY,	/* a puller passed over a task it may not run */
+	LSTAT_SCANNED,		/* tasks a puller looked at */
+	LSTAT_PULL_TRIES,	/* pull attempts on a non-empty shard */
+	LSTAT_PULL_NS,		/* time spent in those attempts */
+	LSTAT_SCAN_NS,		/* ... of which looking for a task (the rest: moving it) */
+	NR_LLC_STATS,
+};
+
+struct llc_stats {
+	unsigned long long cnt[NR_LLC_STATS];
+};
+
+/*
+ * Time tasks waited in an LLC's swq, from insert to running. Bucket b < 4
+ * holds waits of b ns; above, each power of two is split in 4: a wait w with
+ * highest set bit m (m >= 2) goes to 4 * (m - 1) + ((w >> (m - 2)) & 3),
+ * waits of 2^33 ns (~8.6 s) and more land in the last. src/hist.rs decodes it.
+ */
+struct swq_hist {
+	unsigned long long bucket[SWQ_HIST_BUCKETS];
 };
 
 /*

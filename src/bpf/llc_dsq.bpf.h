@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Per-LLC dispatch queues ordered by weighted virtual time, consumed
- * local-first with topology-ordered stealing.
+ * Per-LLC dispatch queues ordered by weighted virtual time (their consumers
+ * are in dispatch.bpf.h), and the idle kick that keeps them work-conserving.
  */
 #ifndef __NIMBLE_LLC_DSQ_BPF_H
 #define __NIMBLE_LLC_DSQ_BPF_H
@@ -96,93 +96,11 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 		scx_bpf_error("task %d on invalid CPU %d", p->pid, cpu);
 		return;
 	}
-	if (push_remote(p, tctx, enq_flags))
-		return;
 	llc = llc_of(cpu);
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
-	if (nr_nodes > 1)	/* only the NUMA gate asks how long it waited */
-		tctx->queued_at = bpf_ktime_get_ns();
+	tctx->queued_at = bpf_ktime_get_ns();
 	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, task_vtime(p, llc), enq_flags);
 	kick_idle_cpu(p, cpu, tctx, false);
-}
-
-/*
- * Move the first task this CPU may run from the LLC DSQs in steal order:
- * own LLC, same node, then (@going_idle: the CPU has nothing else to run)
- * other nodes nearest first, each only if the NUMA gate allows the pull. A
- * CPU whose task merely used up its slice keeps that task rather than take
- * one from another node. move_to_local skips tasks whose affinity excludes
- * this CPU, so a task only ever leaves its DSQ for a CPU it may use.
- */
-static __always_inline bool consume_llcs(s32 cpu, bool going_idle)
-{
-	struct numa_snap *snap = NULL;
-	u32 i, own, victim, node, vnode;
-	enum numa_verdict v;
-	bool refused = false;
-
-	if (!valid_cpu(cpu))
-		return false;
-	own = llc_of(cpu);
-	node = node_of(cpu);
-	if (own >= MAX_LLCS)
-		return false;
-	bpf_for(i, 0, nr_llcs) {
-		if (i >= MAX_LLCS)
-			break;
-		victim = steal_victim(own, i);
-		if (!scx_bpf_dsq_nr_queued(llc_dsq(victim)))
-			continue;
-		vnode = node_of_llc(victim);
-		if (vnode == node) {
-			if (scx_bpf_dsq_move_to_local(llc_dsq(victim), 0))
-				return true;
-			continue;
-		}
-		if (!going_idle)
-			break;	/* steal order: only other nodes are left */
-		if (!snap)
-			snap = numa_snapshot(NULL, cpu);
-		v = snap ? numa_pull_ok(snap, node, vnode, true) : NUMA_KEEP;
-		if (v == NUMA_KEEP) {
-			refused = true;
-			continue;
-		}
-		if (pull_remote(llc_dsq(victim), cpu, node, v == NUMA_GO_COLD))
-			return true;
-	}
-	if (refused)
-		nstat_inc(node, NSTAT_REFUSED);
-	return false;
-}
-
-/*
- * From ops.tick on a busy CPU: if the first task of its LLC DSQ has waited
- * numa_patience_ns, or the node has been overloaded that long, kick an idle
- * CPU of another node that may take it (it pulls in its dispatch). The
- * periodic balancing of a loaded node.
- */
-static __always_inline void kick_for_waiters(s32 cpu)
-{
-	struct task_struct *p;
-	struct task_ctx *tctx;
-	u64 now = bpf_ktime_get_ns();
-	u32 llc;
-
-	bool overloaded;
-
-	if (nr_nodes < 2 || !valid_cpu(cpu))
-		return;
-	llc = llc_of(cpu);
-	if (!scx_bpf_dsq_nr_queued(llc_dsq(llc)))
-		return;
-	overloaded = node_overloaded_long(node_of(cpu));
-	bpf_for_each(scx_dsq, p, llc_dsq(llc), 0) {
-		tctx = lookup_task_ctx(p);
-		if (tctx && (overloaded || now - tctx->queued_at >= numa_patience_ns))
-			kick_idle_cpu(p, cpu, tctx, true);
-		break;	/* the head only: first in line */
-	}
 }
 
 #endif /* __NIMBLE_LLC_DSQ_BPF_H */

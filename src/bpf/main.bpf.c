@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * scx_nimble: per-LLC dispatch queues with local-first dispatch and
- * topology-ordered stealing.
+ * topology-ordered stealing, a per-LLC shared wakequeue, and the kernel's
+ * NUMA imbalance rule.
  *
  * This file wires the sched_ext callbacks to the mechanisms, one header each:
  *   idle.bpf.h     topology-ordered idle CPU pick (select_cpu)
- *   llc_dsq.bpf.h  per-LLC vtime DSQs, stealing order, idle kicks
+ *   llc_dsq.bpf.h  per-LLC vtime DSQs and idle kicks
+ *   swq.bpf.h      per-LLC shared wakequeue (FIFO, sharded), its modes
+ *   dispatch.bpf.h where a CPU takes work from: own LLC, node, other nodes
  *   topo.bpf.h     LLC/node cpumasks built from userspace's tables
  *   stats.bpf.h    per-CPU counters and exact queue-path accounting
  *   numa.bpf.h     per-node load and home nodes, the input of the NUMA rules
@@ -18,6 +21,8 @@
 #include "idle.bpf.h"
 #include "numa_gate.bpf.h"
 #include "llc_dsq.bpf.h"
+#include "swq.bpf.h"
+#include "dispatch.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -37,6 +42,9 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 		cpu = place_forked(p, prev_cpu, tctx);
 	else
 		cpu = pick_idle_near(p, prev_cpu, tctx);
+	/* Through the shared wakequeue: enqueue queues it, kicks the CPU. */
+	if (swq_route(p, tctx, prev_cpu, cpu, wake_flags))
+		return cpu >= 0 ? cpu : prev_cpu;
 	if (cpu < 0)
 		return prev_cpu;
 
@@ -62,12 +70,18 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 	 * order like everyone else, which the pinned CPU always consumes first.
 	 */
 	if (p->nr_cpus_allowed == 1 && scx_bpf_test_and_clear_cpu_idle(cpu)) {
+		tctx->swq_why = SWQ_WHY_NONE;
 		path_queue(tctx, PATH_LOCAL, 0, STAT_INS_LOCAL);
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
 
+	/* A CPU-bound task may go to an idle CPU of another node (NUMA rule). */
+	if (tctx->swq_why == SWQ_WHY_NONE && push_remote(p, tctx, enq_flags))
+		return;
+	if (swq_enqueue(p, enq_flags, tctx))
+		return;
 	enqueue_llc(p, enq_flags, tctx);
 }
 
@@ -85,11 +99,12 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 	}
 }
 
-/* Periodic NUMA balancing: node load averages, then help for waiters. */
+/* Help for waiters; NUMA: node load averages and cross-node help. */
 void BPF_STRUCT_OPS(nimble_tick, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 
+	swq_kick_waiters(cpu);
 	if (nr_nodes < 2)
 		return;
 	node_tick(cpu);
@@ -199,7 +214,10 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_init)
 		scx_bpf_error("failed to set up NUMA snapshots: %d", err);
 		return err;
 	}
-	return create_llc_dsqs();
+	err = create_llc_dsqs();
+	if (err)
+		return err;
+	return create_swqs();
 }
 
 void BPF_STRUCT_OPS(nimble_exit, struct scx_exit_info *ei)

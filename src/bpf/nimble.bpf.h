@@ -70,6 +70,12 @@ const volatile u32 node_dist[MAX_NODES][MAX_NODES];
 const volatile u32 node_nr_cpus[MAX_NODES];
 /* node_order[n][0..nr_nodes]: n itself, then the other nodes nearest first. */
 const volatile u32 node_order[MAX_NODES][MAX_NODES];
+/*
+ * Shared wakequeue shards: how many each LLC has, and which one a CPU's
+ * tasks are queued on and it pulls from first (src/topology/swq.rs).
+ */
+const volatile u32 llc_nr_shards[MAX_LLCS];
+const volatile u32 cpu_shard[MAX_CPUS];
 
 /*
  * Table lookups. The masks keep every index provably in bounds for the
@@ -121,6 +127,24 @@ static __always_inline u32 node_by_distance(u32 node, u32 i)
 	return node_order[node & (MAX_NODES - 1)][i & (MAX_NODES - 1)];
 }
 
+/*
+ * Runtime controls (struct nimble_ctl): written by userspace at start and by
+ * `scx_nimble tune` while running, read on every decision they govern.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct nimble_ctl);
+} nimble_ctl SEC(".maps");
+
+static __always_inline struct nimble_ctl *ctl(void)
+{
+	u32 zero = 0;
+
+	return bpf_map_lookup_elem(&nimble_ctl, &zero);
+}
+
 /* Per-task state, in task-local storage. */
 struct task_ctx {
 	/* Scratch mask for "allowed CPUs within this LLC/node". */
@@ -137,8 +161,13 @@ struct task_ctx {
 	s32 home;
 	s32 last_node;		/* node it last ran on */
 	u64 node_since;		/* when it arrived on last_node */
-	u64 queued_at;		/* when it was last queued on an LLC DSQ */
+	u64 queued_at;		/* when it was last queued (LLC DSQ or swq) */
 	u32 full_slices;	/* slices used up in a row without sleeping */
+	/*
+	 * Set by select_cpu when the wakeup is to go through the shared
+	 * wakequeue (enum swq_why); enqueue consumes it.
+	 */
+	u32 swq_why;
 };
 
 /* How a task reached the CPU it runs on next (accounting in stats.bpf.h). */
@@ -147,6 +176,7 @@ enum queue_path {
 	PATH_DIRECT,
 	PATH_LOCAL,
 	PATH_LLC,
+	PATH_SWQ,
 };
 
 struct {

@@ -40,19 +40,11 @@
  */
 #define NUMA_PULL_SCAN		8
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct nimble_ctl);
-} nimble_ctl SEC(".maps");
-
 static __always_inline u32 numa_rule(void)
 {
-	u32 zero = 0;
-	struct nimble_ctl *ctl = bpf_map_lookup_elem(&nimble_ctl, &zero);
+	struct nimble_ctl *c = ctl();
 
-	return ctl ? ctl->numa_rule : NUMA_RULE_MAINLINE;
+	return c ? c->numa_rule : NUMA_RULE_MAINLINE;
 }
 
 /* A per-CPU snapshot of every node's load, taken once per decision. */

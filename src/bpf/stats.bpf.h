@@ -31,6 +31,54 @@ static __always_inline void nstat_inc(u32 node, enum node_stat idx)
 		s->cnt[idx]++;
 }
 
+/* Shared wakequeue counters per LLC (enum llc_stat), per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_LLCS);
+	__type(key, u32);
+	__type(value, struct llc_stats);
+} llc_stats SEC(".maps");
+
+/* swq wait-time histograms per LLC; shared, updated atomically. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_LLCS);
+	__type(key, u32);
+	__type(value, struct swq_hist);
+} swq_hist SEC(".maps");
+
+/* Tasks in each LLC's swq now (exact: +1 on insert, -1 on run or drop). */
+s64 swq_depth[MAX_LLCS];
+
+static __always_inline void lstat_add(u32 llc, enum llc_stat idx, u64 v)
+{
+	struct llc_stats *s = bpf_map_lookup_elem(&llc_stats, &llc);
+
+	if (s && idx < NR_LLC_STATS)
+		s->cnt[idx] += v;
+}
+
+/* Histogram bucket of a wait of @ns (layout in intf.h, struct swq_hist). */
+static __always_inline u32 swq_hist_bucket(u64 ns)
+{
+	u32 m, b;
+
+	if (ns < 4)
+		return ns;
+	m = 63 - __builtin_clzll(ns);
+	b = 4 * (m - 1) + ((ns >> (m - 2)) & 3);
+	return b < SWQ_HIST_BUCKETS ? b : SWQ_HIST_BUCKETS - 1;
+}
+
+static __always_inline void swq_record_wait(u32 llc, u64 ns)
+{
+	struct swq_hist *h = bpf_map_lookup_elem(&swq_hist, &llc);
+	u32 b = swq_hist_bucket(ns);
+
+	if (h && b < SWQ_HIST_BUCKETS)
+		__sync_fetch_and_add(&h->bucket[b], 1);
+}
+
 /* Tasks queued by us that have neither run nor been dropped yet. */
 u64 nr_pending;
 
@@ -48,6 +96,8 @@ static __always_inline void path_drop(struct task_ctx *tctx)
 {
 	if (tctx->path == PATH_NONE)
 		return;
+	if (tctx->path == PATH_SWQ)
+		__sync_fetch_and_sub(&swq_depth[tctx->queued_llc & (MAX_LLCS - 1)], 1);
 	tctx->path = PATH_NONE;
 	stat_inc(STAT_DROPPED);
 	__sync_fetch_and_sub(&nr_pending, 1);
@@ -61,6 +111,8 @@ static __always_inline void path_queue(struct task_ctx *tctx, u32 path, u32 llc,
 	path_drop(tctx);
 	tctx->path = path;
 	tctx->queued_llc = llc;
+	if (path == PATH_SWQ)
+		__sync_fetch_and_add(&swq_depth[llc & (MAX_LLCS - 1)], 1);
 	stat_inc(ins);
 	__sync_fetch_and_add(&nr_pending, 1);
 }
@@ -74,7 +126,15 @@ static __always_inline void path_run(struct task_ctx *tctx, s32 cpu)
 	if (tctx->path == PATH_NONE)
 		return;	/* kept running, or queued by the kernel itself */
 
-	if (tctx->path == PATH_DIRECT)
+	if (tctx->path == PATH_SWQ) {
+		llc &= MAX_LLCS - 1;
+		__sync_fetch_and_sub(&swq_depth[llc], 1);
+		swq_record_wait(llc, bpf_ktime_get_ns() - tctx->queued_at);
+		lstat_add(llc, LSTAT_PULL, 1);
+		if (!valid_cpu(cpu) || llc_of(cpu) != llc)
+			lstat_add(llc, LSTAT_PULL_XLLC, 1);
+		idx = STAT_RUN_SWQ;
+	} else if (tctx->path == PATH_DIRECT)
 		idx = STAT_RUN_DIRECT;
 	else if (tctx->path == PATH_LOCAL)
 		idx = STAT_RUN_LOCAL;

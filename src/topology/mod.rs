@@ -8,6 +8,7 @@ pub mod imb;
 pub mod report;
 pub mod rules;
 mod steal;
+pub mod swq;
 pub mod sysfs;
 pub mod thresholds;
 

@@ -128,6 +128,15 @@ task_nodes() {
 		{ sub(/^.*\) /, ""); split($0, f, " "); print m[f[37] + 1] }'
 }
 
+# task_cpus PID...: "pid cpu" for each (single-threaded) PID, the CPU it
+# last ran on; one cat and one awk.
+task_cpus() {
+	files=
+	for pid in "$@"; do files="$files /proc/$pid/stat"; done
+	# shellcheck disable=SC2086
+	cat $files 2>/dev/null | awk '{ pid = $1; sub(/^.*\) /, ""); split($0, f, " "); print pid, f[37] }'
+}
+
 # node_histogram PID...: "c0 c1 ..." threads per node, every node listed.
 node_histogram() {
 	task_nodes "$@" | awk -v n="$(nr_nodes)" '{ c[$1]++ }
@@ -157,3 +166,28 @@ tune() {
 
 # children PID: the pids of PID's child processes.
 children() { echo $(cat /proc/"$1"/task/*/children 2>/dev/null); }
+
+# --- stats-line helpers -----------------------------------------------------
+
+# stat_now NAME: NAME= in the latest stats line.
+stat_now() { counter "$1" "stats:"; }
+
+stats_lines_at_least() { [ "$(grep -c '^stats:' "$SCHED_OUT")" -ge "$1" ]; }
+
+# next_stats: wait for a stats line that counts everything done before this
+# call (the second new line: the first may have been read just before).
+next_stats() {
+	n=$(grep -c '^stats:' "$SCHED_OUT")
+	wait_until 100 "no stats line within 10 s" stats_lines_at_least $((n + 2))
+}
+
+# cpu_ticks PID: CPU time (utime + stime, in clock ticks) of a process.
+cpu_ticks() {
+	sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+}
+
+# loop_on CPUS: start a CPU loop limited to CPUS; sets SPAWNED to its pid.
+loop_on() {
+	taskset -c "$1" sh -c 'while :; do :; done' &
+	SPAWNED=$!
+}

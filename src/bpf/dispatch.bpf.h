@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Where a CPU looking for work takes it from, in order:
+ *   1. its own LLC: the LLC DSQ and the shared wakequeue, whichever head has
+ *      waited longer, so neither can starve the other;
+ *   2. the other LLCs of its node, in steal order, the same way;
+ *   3. only if it is going idle: LLCs of other nodes nearest first, each if
+ *      the NUMA gate lets the task cross.
+ * Plus the periodic help from ops.tick for tasks left waiting.
+ */
+#ifndef __NIMBLE_DISPATCH_BPF_H
+#define __NIMBLE_DISPATCH_BPF_H
+
+#include "nimble.bpf.h"
+#include "stats.bpf.h"
+#include "numa_gate.bpf.h"
+#include "llc_dsq.bpf.h"
+#include "swq.bpf.h"
+
+/* @cpu takes the older head of @llc's two queues (same node). */
+static bool take_from_llc(s32 cpu, u32 llc)
+{
+	u64 dsq = llc_dsq(llc);
+	bool in_llc = scx_bpf_dsq_nr_queued(dsq) > 0;
+	bool in_swq = swq_busy(llc);
+
+	if (in_swq && (!in_llc || swq_head_since(cpu, llc) <= queue_head_since(dsq))) {
+		if (swq_pull(cpu, llc))
+			return true;
+		in_swq = false;	/* tried */
+	}
+	/* move_to_local skips tasks whose affinity excludes this CPU. */
+	if (in_llc && scx_bpf_dsq_move_to_local(dsq, 0))
+		return true;
+	return in_swq && swq_pull(cpu, llc);
+}
+
+/* Cross-node pull from @victim's queues, for the NUMA gate's verdict. */
+static bool pull_remote_llc(s32 cpu, u32 victim, u32 node, bool cold_only)
+{
+	u32 s;
+
+	if (scx_bpf_dsq_nr_queued(llc_dsq(victim)) > 0 &&
+	    pull_remote(llc_dsq(victim), cpu, node, cold_only))
+		return true;
+	if (!swq_busy(victim))
+		return false;
+	bpf_for(s, 0, shards_of(victim)) {
+		if (pull_remote(swq_dsq(victim, s), cpu, node, cold_only))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Move a task this CPU may run to its local DSQ, in the order above. A CPU
+ * whose task merely used up its slice (@going_idle false) keeps that task
+ * rather than take one from another node.
+ */
+static __always_inline bool consume_llcs(s32 cpu, bool going_idle)
+{
+	struct numa_snap *snap = NULL;
+	u32 i, own, victim, node, vnode;
+	enum numa_verdict v;
+	bool refused = false;
+
+	if (!valid_cpu(cpu))
+		return false;
+	own = llc_of(cpu);
+	node = node_of(cpu);
+	if (own >= MAX_LLCS)
+		return false;
+	bpf_for(i, 0, nr_llcs) {
+		if (i >= MAX_LLCS)
+			break;
+		victim = steal_victim(own, i);
+		if (!scx_bpf_dsq_nr_queued(llc_dsq(victim)) && !swq_busy(victim))
+			continue;
+		vnode = node_of_llc(victim);
+		if (vnode == node) {
+			if (take_from_llc(cpu, victim))
+				return true;
+			continue;
+		}
+		if (!going_idle)
+			break;	/* steal order: only other nodes are left */
+		if (!snap)
+			snap = numa_snapshot(NULL, cpu);
+		v = snap ? numa_pull_ok(snap, node, vnode, true) : NUMA_KEEP;
+		if (v == NUMA_KEEP) {
+			refused = true;
+			continue;
+		}
+		if (pull_remote_llc(cpu, victim, node, v == NUMA_GO_COLD))
+			return true;
+	}
+	if (refused)
+		nstat_inc(node, NSTAT_REFUSED);
+	return false;
+}
+
+/*
+ * From ops.tick on a busy CPU of a NUMA machine: if the first task of its
+ * LLC DSQ has waited numa_patience_ns, or the node has been overloaded that
+ * long, kick an idle CPU of another node that may take it (it pulls in its
+ * dispatch). The periodic balancing of a loaded node.
+ */
+static __always_inline void kick_for_waiters(s32 cpu)
+{
+	struct task_struct *p;
+	struct task_ctx *tctx;
+	u64 now = bpf_ktime_get_ns();
+	bool overloaded;
+	u32 llc;
+
+	if (nr_nodes < 2 || !valid_cpu(cpu))
+		return;
+	llc = llc_of(cpu);
+	if (!scx_bpf_dsq_nr_queued(llc_dsq(llc)))
+		return;
+	overloaded = node_overloaded_long(node_of(cpu));
+	bpf_for_each(scx_dsq, p, llc_dsq(llc), 0) {
+		tctx = lookup_task_ctx(p);
+		if (tctx && (overloaded || now - tctx->queued_at >= numa_patience_ns))
+			kick_idle_cpu(p, cpu, tctx, true);
+		break;	/* the head only: first in line */
+	}
+}
+
+#endif /* __NIMBLE_DISPATCH_BPF_H */

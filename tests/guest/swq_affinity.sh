@@ -1,0 +1,75 @@
+#!/bin/sh
+# Issue 5, acceptance 3: with --swq-affinity a puller takes the first queued
+# task it may run (scanning past others, at most 8), and only such tasks:
+# every CPU sample of every restricted task is one of its allowed CPUs.
+# Without it a puller looks at the head only. On l2 (LLC 0 = CPUs 0-3).
+. /tests/lib.sh
+
+start_sched --stats 0.5 --swq all --swq-affinity --swq-shards 1
+# Short sleepers restricted to two CPUs each, two tasks per pair, all in
+# LLC 0's swq: heads a given CPU may not run are common.
+PIDS=
+for pair in 0,1 2,3 1,2 0,3; do
+	for i in 1 2; do
+		taskset -c "$pair" sh -c 'while :; do i=0; while [ $i -lt 300 ]; do i=$((i+1)); done; usleep 1000; done' &
+		PIDS="$PIDS $!"
+		eval "ok_$!=$pair"
+	done
+done
+# One more loop per CPU of LLC 0 keeps it busy so the queue holds tasks.
+for i in 1 2 3 4; do
+	loop_on 0-3
+	PIDS="$PIDS $SPAWNED"
+	eval "ok_$SPAWNED=0,1,2,3"
+done
+
+check_samples() { # SECONDS
+	n=0
+	end=$(( $(cut -d. -f1 /proc/uptime) + $1 ))
+	while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do
+		task_cpus $PIDS >/tmp/samples
+		while read -r pid cpu; do
+			eval "ok=\$ok_$pid"
+			case ",$ok," in *",$cpu,"*) ;; *) fail "task $pid ran on CPU $cpu, allowed $ok" ;; esac
+			n=$((n + 1))
+		done </tmp/samples
+		sleep 0.1
+	done
+	log "  $n CPU samples, all on allowed CPUs"
+	[ $n -ge 240 ] || fail "only $n CPU samples in $1 s"
+}
+delta() { # NAME: change of NAME since the last delta call for it
+	eval "prev=\${last_$1:-0}"
+	now=$(stat_now "$1")
+	eval "last_$1=$now"
+	echo $((now - prev))
+}
+measure() {
+	next_stats
+	for c in swq_scanned swq_pull_tries swq_skip_affinity swq_pull swq_pull_ns; do delta $c >/dev/null; done
+	check_samples 10
+	next_stats
+	scanned=$(delta swq_scanned); tries=$(delta swq_pull_tries)
+	skipped=$(delta swq_skip_affinity); pulled=$(delta swq_pull); ns=$(delta swq_pull_ns)
+	log "  $1: pulled $pulled, tries $tries, scanned $scanned, skipped for affinity $skipped, $((ns / (tries + 1))) ns/try"
+	assert_attached "$1"
+}
+
+measure "affinity on"
+[ "$pulled" -gt 100 ] || fail "affinity on: only $pulled pulls"
+[ "$skipped" -gt 0 ] || fail "affinity on: no task was passed over"
+[ "$scanned" -gt "$tries" ] || fail "affinity on: pullers never looked past the head"
+
+tune --swq-affinity off
+measure "affinity off"
+# Head only: one task looked at per try (1 % slack: counters are read live).
+[ $((scanned * 100)) -le $((tries * 101)) ] ||
+	fail "affinity off: $scanned tasks scanned in $tries tries (head only: one each)"
+[ "$skipped" -gt 0 ] || fail "affinity off: no head was skipped"
+
+kill $PIDS
+wait $PIDS 2>/dev/null
+stop_sched
+assert_clean_dmesg
+assert_counter imbalance = 0
+pass "swq-affinity pulls only allowed tasks, scanning past others; head-only without it"
