@@ -149,6 +149,7 @@ impl Counters {
         self.get(nimble_stat_STAT_INS_DIRECT)
             + self.get(nimble_stat_STAT_INS_LOCAL)
             + self.get(nimble_stat_STAT_INS_LLC)
+            + self.get(nimble_stat_STAT_INS_SWQ)
     }
 
     /// Tasks that ran after being queued, by every path.
@@ -158,6 +159,7 @@ impl Counters {
             + self.get(nimble_stat_STAT_RUN_LLC_OWN)
             + self.get(nimble_stat_STAT_RUN_LLC_NODE)
             + self.get(nimble_stat_STAT_RUN_LLC_REMOTE)
+            + self.get(nimble_stat_STAT_RUN_SWQ)
     }
 
     /// Inserted minus accounted-for (ran, dropped or still pending). Zero when
@@ -288,10 +290,15 @@ mod tests {
             (nimble_stat_STAT_INS_DIRECT, 2),
             (nimble_stat_STAT_RUN_DIRECT, 2),
         ]);
-        let cpu2 = raw(&[(nimble_stat_STAT_RUN_LLC_REMOTE, 1)]);
+        let cpu2 = raw(&[
+            (nimble_stat_STAT_RUN_LLC_REMOTE, 1),
+            (nimble_stat_STAT_INS_SWQ, 3),
+            (nimble_stat_STAT_RUN_SWQ, 2),
+            (nimble_stat_STAT_DROPPED, 1),
+        ]);
         let c = Counters::from_percpu(&[cpu0, cpu1, cpu2], 1, vec![2, 0]);
-        assert_eq!(c.inserted(), 7);
-        assert_eq!(c.dispatched(), 6);
+        assert_eq!(c.inserted(), 10);
+        assert_eq!(c.dispatched(), 8);
         assert_eq!(c.imbalance(), 0);
         let line = c.to_string();
         assert!(
@@ -352,6 +359,22 @@ mod tests {
         let mut idx: Vec<u32> = NODE_NAMES.iter().map(|n| n.0).collect();
         idx.sort();
         assert_eq!(idx, (0..NR_NODE_STATS as u32).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn every_queue_counts_in_the_books() {
+        // Each ins_* counter is a queue a task enters; each queue must count.
+        let mut c = Counters::from_percpu(&[], 0, vec![]);
+        let ins: Vec<u32> = NAMES
+            .iter()
+            .filter(|(_, n)| n.starts_with("ins_"))
+            .map(|n| n.0)
+            .collect();
+        for &i in &ins {
+            c.cnt[i as usize] = 1;
+        }
+        assert_eq!(c.inserted(), ins.len() as u64);
+        assert_eq!(c.imbalance(), ins.len() as i128);
     }
 
     #[test]

@@ -47,7 +47,11 @@ fn malformed_flags() {
     one_line_error(&nimble(&["--swq-shards", "17"]), 2, "1..=16");
     one_line_error(&nimble(&["--swq-affinity=yes"]), 2, "--swq-affinity");
     one_line_error(&nimble(&["tune", "--swq", "david"]), 2, "--swq");
-    one_line_error(&nimble(&["tune", "--swq-affinity", "maybe"]), 2, "--swq-affinity");
+    one_line_error(
+        &nimble(&["tune", "--swq-affinity", "maybe"]),
+        2,
+        "--swq-affinity",
+    );
 }
 
 #[test]

@@ -169,7 +169,7 @@ fn topology_matches_kernel(topo: &str) {
 #[test]
 #[ignore = "boots a VM; run with --include-ignored"]
 fn topology_matches_kernel_on_every_topology() {
-    for topo in ["flat", "n2l4", "n4", "smt"] {
+    for topo in ["flat", "n2l4", "n4", "smt", "l2"] {
         topology_matches_kernel(topo);
     }
 }
