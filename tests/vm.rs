@@ -30,7 +30,7 @@ fn run_vm(topo: &str, script: &str) -> String {
             "--topo",
             topo,
             "--timeout",
-            "400",
+            "600",
         ])
         .arg("--add")
         .arg(format!("{bin}:/bin/scx_nimble"))

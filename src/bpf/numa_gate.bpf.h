@@ -262,13 +262,18 @@ static enum numa_verdict numa_pull_ok(struct numa_snap *s, u32 dst, u32 src,
 	group_sum(s, dst, within, &d);
 	group_sum(s, src, within, &g);
 	/*
-	 * Overloaded (on average): no allowance applies, if @src is busier per
-	 * CPU by the margin on average and still after one task moves (so two
-	 * busy nodes do not trade the same task back and forth).
+	 * Overloaded (on average): no allowance applies, as long as @src stays
+	 * at least as busy per CPU as @dst after one task moves (so two nodes
+	 * do not trade the same task back and forth). If @dst has spare
+	 * capacity it is filled (the kernel: busiest overloaded, local has
+	 * spare); if it is busy too, @src must be busier per CPU by the margin
+	 * on average.
 	 */
 	if (overload_ok && g.load > ((s64)g.cpus << NODE_LOAD_SHIFT)) {
-		if (g.load * d.cpus * 100 <= d.load * g.cpus * NUMA_IMBALANCE_PCT ||
-		    (s64)(g.run - 1) * d.cpus < (s64)(d.run + 1) * g.cpus)
+		if ((s64)(g.run - 1) * d.cpus < (s64)(d.run + 1) * g.cpus)
+			return NUMA_KEEP;
+		if (d.run >= d.cpus &&
+		    g.load * d.cpus * 100 <= d.load * g.cpus * NUMA_IMBALANCE_PCT)
 			return NUMA_KEEP;
 		return node_overloaded_long(src) ? NUMA_GO_ANY : NUMA_GO_COLD;
 	}

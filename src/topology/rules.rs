@@ -12,6 +12,10 @@
 /// (kernel: NUMA_IMBALANCE_MIN, "a simple pair of communicating tasks").
 pub const NUMA_IMBALANCE_MIN: i64 = 2;
 
+/// How much busier per CPU an overloaded group must be than a busy
+/// destination before it gives up a task (seed 003: imbalance_pct).
+pub const IMBALANCE_PCT: i64 = 112;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum NumaRule {
     /// The kernel's adjust_numa_imbalance() (v5.19 on): tolerate a
@@ -132,7 +136,11 @@ pub fn fork_moves(
 /// Runtime (kernel: calculate_imbalance with spare capacity): may an idle
 /// CPU of the destination group take a task from the source group?
 /// An overloaded source (more runnable tasks than CPUs) gets no allowance,
-/// so a waiting task is never held back while a CPU elsewhere is idle.
+/// as long as it stays at least as busy per CPU as the destination after
+/// the move: a destination with spare capacity is filled (a waiting task is
+/// not held back while a CPU elsewhere is idle); a full one only takes from
+/// a source busier per CPU by IMBALANCE_PCT. (BPF applies the margin to the
+/// tick-averaged loads.)
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(not(test), allow(dead_code))]
 pub fn pull_allowed(
@@ -141,12 +149,18 @@ pub fn pull_allowed(
     span_weight: i64,
     dst_idle: i64,
     dst_running: i64,
+    dst_cpus: i64,
     src_idle: i64,
     src_running: i64,
     src_cpus: i64,
 ) -> bool {
-    if rule == NumaRule::Off || src_running > src_cpus {
+    if rule == NumaRule::Off {
         return true;
+    }
+    if src_running > src_cpus {
+        let still_busier = (src_running - 1) * dst_cpus >= (dst_running + 1) * src_cpus;
+        let by_margin = src_running * dst_cpus * 100 > dst_running * src_cpus * IMBALANCE_PCT;
+        return still_busier && (dst_running < dst_cpus || by_margin);
     }
     let v = View {
         imb_numa_nr,
@@ -216,18 +230,21 @@ mod tests {
     #[test]
     fn runtime_pull_tolerates_small_imbalances_only() {
         // Node 0 runs 2 hogs, node 1 idle: diff 2, dst would run 1 <= 2.
-        assert!(!pull_allowed(Mainline, 2, 8, 4, 0, 2, 2, 4));
+        assert!(!pull_allowed(Mainline, 2, 8, 4, 0, 4, 2, 2, 4));
         // 3 hogs: diff 3 > 2: one moves.
-        assert!(pull_allowed(Mainline, 2, 8, 4, 0, 1, 3, 4));
+        assert!(pull_allowed(Mainline, 2, 8, 4, 0, 4, 1, 3, 4));
         // After 3/1 nothing more moves (diff 1).
-        assert!(!pull_allowed(Mainline, 2, 8, 3, 1, 1, 3, 4));
-        // Overloaded source: always.
-        assert!(pull_allowed(Mainline, 64, 8, 1, 3, 0, 5, 4));
+        assert!(!pull_allowed(Mainline, 2, 8, 3, 1, 4, 1, 3, 4));
+        // Overloaded source, destination with spare capacity: always.
+        assert!(pull_allowed(Mainline, 64, 8, 1, 3, 4, 0, 5, 4));
+        // Both full: only by the margin and if still busier after the move.
+        assert!(pull_allowed(Mainline, 2, 8, 0, 4, 4, 0, 6, 4));
+        assert!(!pull_allowed(Mainline, 2, 8, 0, 4, 4, 0, 5, 4));
         // off: always.
-        assert!(pull_allowed(Off, 2, 8, 1, 3, 1, 2, 4));
+        assert!(pull_allowed(Off, 2, 8, 1, 3, 4, 1, 2, 4));
         // v3: the busiest group's count decides.
-        assert!(pull_allowed(V3, 2, 8, 4, 0, 2, 2, 4));
-        assert!(!pull_allowed(V3, 3, 8, 4, 0, 2, 2, 4));
+        assert!(pull_allowed(V3, 2, 8, 4, 0, 4, 2, 2, 4));
+        assert!(!pull_allowed(V3, 3, 8, 4, 0, 4, 2, 2, 4));
     }
 
     #[test]
@@ -239,8 +256,8 @@ mod tests {
         assert!(!fork_moves(Tip, 0, 32, 16, 16, 13, 2, 16));
         assert!(fork_moves(Tip, 99, 32, 16, 16, 12, 3, 16));
         // Runtime: busiest 3 of 16 CPUs, diff 3: the diff is too large.
-        assert!(pull_allowed(Tip, 0, 32, 16, 0, 13, 3, 16));
-        assert!(!pull_allowed(Tip, 0, 32, 15, 1, 13, 3, 16));
+        assert!(pull_allowed(Tip, 0, 32, 16, 0, 16, 13, 3, 16));
+        assert!(!pull_allowed(Tip, 0, 32, 15, 1, 16, 13, 3, 16));
     }
 
     #[test]

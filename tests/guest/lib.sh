@@ -119,10 +119,12 @@ done | awk '{ k = split($2, p, ",")
 
 # task_nodes PID...: the node each thread of each PID last ran on, one a
 # line. One cat and one awk, whatever the count: sampling must stay cheap
-# next to what it measures.
+# next to what it measures (the sampling shell's node counts its load).
 task_nodes() {
 	files=
-	for pid in "$@"; do files="$files $(echo /proc/"$pid"/task/*/stat)"; done
+	# The globs expand where $files is used: no subshell per pid (a fork
+	# costs ~0.1 s of a busy TCG guest).
+	for pid in "$@"; do files="$files /proc/$pid/task/*/stat"; done
 	# shellcheck disable=SC2086
 	cat $files 2>/dev/null | awk -v map="$CPU_NODES" 'BEGIN { split(map, m, " ") }
 		{ sub(/^.*\) /, ""); split($0, f, " "); print m[f[37] + 1] }'
@@ -171,6 +173,12 @@ children() { echo $(cat /proc/"$1"/task/*/children 2>/dev/null); }
 
 # stat_now NAME: NAME= in the latest stats line.
 stat_now() { counter "$1" "stats:"; }
+
+# stats_snapshot: keep the latest stats line in SNAP, so that several
+# counters are read from one instant (the next line may come between reads).
+stats_snapshot() { SNAP=$(grep '^stats:' "$SCHED_OUT" | tail -n 1); }
+# snap_value NAME: NAME= in SNAP.
+snap_value() { echo "$SNAP" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 
 stats_lines_at_least() { [ "$(grep -c '^stats:' "$SCHED_OUT")" -ge "$1" ]; }
 

@@ -38,20 +38,25 @@ check_samples() { # SECONDS
 	log "  $n CPU samples, all on allowed CPUs"
 	[ $n -ge 60 ] || fail "only $n CPU samples in $1 s"
 }
-delta() { # NAME: change of NAME since the last delta call for it
-	eval "prev=\${last_$1:-0}"
-	now=$(stat_now "$1")
-	eval "last_$1=$now"
-	echo $((now - prev))
+# deltas NAME...: sets d_NAME to the change of each counter since the
+# last call, all read from one stats line.
+deltas() {
+	stats_snapshot
+	for c in "$@"; do
+		eval "d_$c=\$(( \$(snap_value $c) - \${last_$c:-0} ))"
+		eval "last_$c=\$(snap_value $c)"
+	done
 }
+COUNTERS="swq_scanned swq_pull_tries swq_skip_affinity swq_pull swq_pull_ns swq_scan_ns"
 measure() {
 	next_stats
-	for c in swq_scanned swq_pull_tries swq_skip_affinity swq_pull swq_pull_ns; do delta $c >/dev/null; done
+	deltas $COUNTERS
 	check_samples 10
 	next_stats
-	scanned=$(delta swq_scanned); tries=$(delta swq_pull_tries)
-	skipped=$(delta swq_skip_affinity); pulled=$(delta swq_pull); ns=$(delta swq_pull_ns)
-	log "  $1: pulled $pulled, tries $tries, scanned $scanned, skipped for affinity $skipped, $((ns / (tries + 1))) ns/try"
+	deltas $COUNTERS
+	scanned=$d_swq_scanned tries=$d_swq_pull_tries skipped=$d_swq_skip_affinity pulled=$d_swq_pull
+	log "  $1: pulled $pulled, tries $tries, scanned $scanned, skipped for affinity $skipped," \
+		"$((d_swq_pull_ns / (tries + 1))) ns/try of which choosing $((d_swq_scan_ns / (tries + 1))) ns"
 	assert_attached "$1"
 }
 

@@ -8,9 +8,10 @@
 # swq enqueues by reason, and pulls, since the last call (from stats lines).
 snap() {
 	next_stats
+	stats_snapshot
 	for c in swq_wake_idle swq_wake_busy swq_other swq_pull; do
-		eval "d_$c=\$(( \$(stat_now $c) - \${s_$c:-0} ))"
-		eval "s_$c=\$(stat_now $c)"
+		eval "d_$c=\$(( \$(snap_value $c) - \${s_$c:-0} ))"
+		eval "s_$c=\$(snap_value $c)"
 	done
 	log "  $1: wake_idle +$d_swq_wake_idle wake_busy +$d_swq_wake_busy other +$d_swq_other pull +$d_swq_pull"
 }

@@ -7,8 +7,9 @@
 
 SECS=${SECS:-30}
 WINDOW=5
-# Each watched task must get at least 10 % of a CPU in every window; a
-# starved task gets none, its fair share here is 25-50 %.
+# Each watched task must get at least 5 % of a CPU in every window; a
+# starved task gets none, its fair share here is 10-50 % (12 loops and
+# hackbench on 8 CPUs).
 
 start_sched --stats 1 --swq off --swq-shards 2
 # The load: hackbench rounds back to back (wakeup storms that fill the
@@ -43,18 +44,18 @@ for mode in wakeups sis-fail all off; do
 		ticks $WATCH >/tmp/t1
 		t1=$(uptime_cs)
 		assert_attached "$mode"
-		# 10 % of a CPU over the window as it really was (the shell runs late).
-		min=$(( (t1 - t0) / 10 ))
+		# 5 % of a CPU over the window as it really was (the shell runs late).
+		min=$(( (t1 - t0) / 20 ))
 		starved=$(awk -v min=$min 'NR == FNR { a[$1] = $2; next }
 			$2 - a[$1] < min { printf "%s ran %d ticks; ", $1, $2 - a[$1] }' /tmp/t0 /tmp/t1)
-		[ -z "$starved" ] || fail "$mode: under 10 % of a CPU in $(( (t1 - t0) / 100 )) s: $starved"
+		[ -z "$starved" ] || fail "$mode: under 5 % of a CPU in $(( (t1 - t0) / 100 )) s: $starved"
 		mv /tmp/t1 /tmp/t0
 		t0=$t1
 	done
 	# Full: the swq held tasks in most stats lines of the run.
 	deep=$(grep '^stats:' "$SCHED_OUT" | tail -n +$((before + 1)) | tr ' ' '\n' |
 		grep -c '^swq_depth=[1-9]')
-	log "$mode: every watched task got >= 10 % of a CPU in every ${WINDOW} s; swq non-empty in $deep stats lines"
+	log "$mode: every watched task got >= 5 % of a CPU in every ${WINDOW} s; swq non-empty in $deep stats lines"
 	[ "$mode" = off ] || [ "$deep" -ge $((SECS / 3)) ] ||
 		fail "$mode: the swq was rarely full ($deep of ~$SECS lines)"
 	# The restricted tasks ran only where allowed (the kernel would have
