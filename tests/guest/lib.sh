@@ -139,6 +139,32 @@ task_cpus() {
 	cat $files 2>/dev/null | awk '{ pid = $1; sub(/^.*\) /, ""); split($0, f, " "); print pid, f[37] }'
 }
 
+# sample_nodes COUNT GAP PID...: COUNT lines "c0/c1/..." (threads per node,
+# every node), GAP seconds apart, from ONE awk process: a sampling pipeline
+# forks several processes at once on its node, which the NUMA gate then
+# sees as that node's load (on a slow TCG guest, often).
+sample_nodes() {
+	count=$1 gap=$2
+	shift 2
+	files=
+	for pid in "$@"; do files="$files /proc/$pid/task/*/stat"; done
+	# shellcheck disable=SC2086
+	awk -v map="$CPU_NODES" -v nn="$(nr_nodes)" -v count="$count" -v gap="$gap" \
+		-v files="$(echo $files)" 'BEGIN {
+		split(map, m, " "); nf = split(files, f, " ")
+		for (s = 0; s < count; s++) {
+			if (s) system("usleep " int(gap * 1000000))
+			for (i = 0; i < nn; i++) c[i] = 0
+			for (j = 1; j <= nf; j++) if ((getline line < f[j]) > 0) {
+				close(f[j]); sub(/^.*\) /, "", line); split(line, x, " "); c[m[x[37] + 1]]++
+			}
+			out = ""
+			for (i = 0; i < nn; i++) out = out (i ? "/" : "") c[i]
+			getline up < "/proc/uptime"; close("/proc/uptime"); split(up, u, " ")
+			print u[1], out; fflush()
+		} }'
+}
+
 # node_histogram PID...: "c0 c1 ..." threads per node, every node listed.
 node_histogram() {
 	task_nodes "$@" | awk -v n="$(nr_nodes)" '{ c[$1]++ }

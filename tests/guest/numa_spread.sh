@@ -28,33 +28,30 @@ PARENT=$SPAWNED
 wait_until 100 "the $N loops did not start" sh -c "[ \$(echo \$(cat /proc/$PARENT/task/*/children) | wc -w) -ge $N ]"
 LOOPS=$(children $PARENT)
 t0=$(cut -d' ' -f1 /proc/uptime)
-h=$(node_histogram $LOOPS)
-path=$(echo $h | tr ' ' '/')
-until balanced "$h"; do
-	el=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { print int((b - a) * 10) }')
-	[ "$el" -le 50 ] || fail "not spread 5 s after start: loops per node $path"
-	sleep 0.3
-	h=$(node_histogram $LOOPS)
-	path="$path $(echo $h | tr ' ' '/')"
-done
-el=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')
-log "$N loops spread as $h (per node) ${el} s after they all started; samples: $path"
+# 30 samples 0.2 s apart in one process ("uptime c0/c1/..."): when did it
+# first balance, and did it hold for the last ten?
+sample_nodes 30 0.2 $LOOPS >/tmp/spread
+path=$(awk '{ printf "%s ", $2 }' /tmp/spread)
+el=$(awk -v t0="$t0" '{ n = split($2, c, "/"); mn = c[1]; mx = c[1]
+	for (i = 2; i <= n; i++) { if (c[i] < mn) mn = c[i]; if (c[i] > mx) mx = c[i] }
+	if (mn > 0 && mx * 4 <= mn * 5) { printf "%.1f", $1 - t0; exit } }' /tmp/spread)
+[ -n "$el" ] || fail "never spread in $(tail -n 1 /tmp/spread | awk -v t0="$t0" '{ printf "%.1f", $1 - t0 }') s: loops per node $path"
+log "$N loops spread evenly ${el} s after they all started; samples: $path"
 awk -v e="$el" 'BEGIN { exit !(e <= 5.0) }' || fail "spread took ${el} s, more than 5 s"
-# It must stay spread: over 10 more samples, balanced in at least half and
+# It must stay spread: in the last 10 samples, balanced in at least half and
 # never more than one task away from it (a task kept waiting by a kernel
 # thread may be taken by the other node for a while).
-off=0 held=
-for i in $(seq 1 10); do
-	sleep 0.5
-	h=$(node_histogram $LOOPS)
-	held="$held $(echo $h | tr ' ' '/')"
-	balanced "$h" && continue
+held=$(tail -n 10 /tmp/spread | awk '{ printf "%s ", $2 }')
+off=0
+for h in $held; do
+	echo "$h" | tr '/' ' ' | awk '{ mn = $1; mx = $1; for (i = 2; i <= NF; i++) { if ($i < mn) mn = $i; if ($i > mx) mx = $i }
+		exit !(mn > 0 && mx * 4 <= mn * 5) }' && continue
 	off=$((off + 1))
-	echo "$h" | awk -v even=$((N / NN)) '{ d = 0; for (i = 1; i <= NF; i++) d += ($i > even ? $i - even : even - $i)
-		exit !(d <= 2) }' || fail "spread fell apart: $h (samples:$held)"
+	echo "$h" | tr '/' ' ' | awk -v even=$((N / NN)) '{ d = 0; for (i = 1; i <= NF; i++) d += ($i > even ? $i - even : even - $i)
+		exit !(d <= 2) }' || fail "spread fell apart: $h (last samples: $held)"
 done
-[ $off -le 5 ] || fail "spread did not hold: $off of 10 samples unbalanced (samples:$held)"
-log "10 samples after: $held"
+[ $off -le 5 ] || fail "spread did not hold: $off of 10 samples unbalanced (last samples: $held)"
+log "last 10 samples: $held"
 kill $LOOPS $PARENT 2>/dev/null
 assert_attached "after the spread"
 stop_sched
