@@ -58,11 +58,15 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	s32 cpu = scx_bpf_task_cpu(p);
+	u32 why;
 
 	if (!tctx) {
 		scx_bpf_error("task %d has no context", p->pid);
 		return;
 	}
+	/* select_cpu's swq routing applies to this enqueue only. */
+	why = tctx->swq_why;
+	tctx->swq_why = SWQ_WHY_NONE;
 
 	/*
 	 * A task that can run on one CPU only skips select_cpu. If that CPU is
@@ -70,7 +74,6 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 	 * order like everyone else, which the pinned CPU always consumes first.
 	 */
 	if (p->nr_cpus_allowed == 1 && scx_bpf_test_and_clear_cpu_idle(cpu)) {
-		tctx->swq_why = SWQ_WHY_NONE;
 		path_queue(tctx, PATH_LOCAL, 0, STAT_INS_LOCAL);
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
@@ -78,9 +81,9 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	/* A CPU-bound task may go to an idle CPU of another node (NUMA rule). */
-	if (tctx->swq_why == SWQ_WHY_NONE && push_remote(p, tctx, enq_flags))
+	if (why == SWQ_WHY_NONE && push_remote(p, tctx, enq_flags))
 		return;
-	if (swq_enqueue(p, enq_flags, tctx))
+	if (swq_enqueue(p, enq_flags, tctx, why))
 		return;
 	enqueue_llc(p, enq_flags, tctx);
 }

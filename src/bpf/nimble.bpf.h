@@ -113,6 +113,18 @@ static __always_inline u32 steal_victim(u32 llc, u32 i)
 	return steal_order[llc & (MAX_LLCS - 1)][i & (MAX_LLCS - 1)];
 }
 
+static __always_inline u32 shards_of(u32 llc)
+{
+	barrier_var(llc);
+	return llc_nr_shards[llc & (MAX_LLCS - 1)];
+}
+
+static __always_inline u32 shard_of(s32 cpu)
+{
+	barrier_var(cpu);
+	return cpu_shard[cpu & (MAX_CPUS - 1)];
+}
+
 static __always_inline u32 node_distance(u32 a, u32 b)
 {
 	barrier_var(a);

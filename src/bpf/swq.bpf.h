@@ -49,18 +49,6 @@ static __always_inline u64 swq_dsq(u32 llc, u32 shard)
 	return SWQ_DSQ_BASE + llc * MAX_SWQ_SHARDS + shard;
 }
 
-static __always_inline u32 shards_of(u32 llc)
-{
-	barrier_var(llc);
-	return llc_nr_shards[llc & (MAX_LLCS - 1)];
-}
-
-static __always_inline u32 shard_of(s32 cpu)
-{
-	barrier_var(cpu);
-	return cpu_shard[cpu & (MAX_CPUS - 1)];
-}
-
 static __always_inline u32 swq_mode(void)
 {
 	struct nimble_ctl *c = ctl();
@@ -143,14 +131,16 @@ static __always_inline u64 swq_slice(const struct task_struct *p)
 	return s;
 }
 
-/* enqueue: queue @p on its LLC's swq if select_cpu routed it or the mode is all. */
+/*
+ * enqueue: queue @p on its LLC's swq if select_cpu routed it (@why) or the
+ * mode is all.
+ */
 static __always_inline bool swq_enqueue(struct task_struct *p, u64 enq_flags,
-					struct task_ctx *tctx)
+					struct task_ctx *tctx, u32 why)
 {
-	u32 why = tctx->swq_why, llc, stat;
 	s32 cpu = scx_bpf_task_cpu(p);
+	u32 llc, stat;
 
-	tctx->swq_why = SWQ_WHY_NONE;
 	if (p->nr_cpus_allowed == 1 || !valid_cpu(cpu))
 		return false;
 	if (why == SWQ_WHY_NONE && swq_mode() != SWQ_ALL)
@@ -246,7 +236,7 @@ static bool swq_pull_shard(s32 cpu, u32 llc, u32 shard, bool affinity)
 static bool swq_pull(s32 cpu, u32 llc)
 {
 	u32 i, n = shards_of(llc), start = shard_of(cpu), s;
-	bool affinity = swq_affinity();
+	bool affinity = swq_affinity(), got = false;
 	u64 t0;
 
 	bpf_for(i, 0, n) {
@@ -254,15 +244,13 @@ static bool swq_pull(s32 cpu, u32 llc)
 		if (scx_bpf_dsq_nr_queued(swq_dsq(llc, s)) <= 0)
 			continue;
 		t0 = bpf_ktime_get_ns();
-		if (swq_pull_shard(cpu, llc, s, affinity)) {
-			lstat_add(llc, LSTAT_PULL_TRIES, 1);
-			lstat_add(llc, LSTAT_PULL_NS, bpf_ktime_get_ns() - t0);
-			return true;
-		}
+		got = swq_pull_shard(cpu, llc, s, affinity);
 		lstat_add(llc, LSTAT_PULL_TRIES, 1);
 		lstat_add(llc, LSTAT_PULL_NS, bpf_ktime_get_ns() - t0);
+		if (got)
+			break;
 	}
-	return false;
+	return got;
 }
 
 /* When the head @cpu would reach first in @llc's swq was queued (U64_MAX: none). */
