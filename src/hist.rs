@@ -1,11 +1,11 @@
-//! The swq wait-time histogram BPF keeps (struct swq_hist in intf.h): log2
+//! The queue-wait histograms BPF keeps (struct wait_hist in intf.h): log2
 //! buckets split in four, so a percentile read from it is within 25 %.
 
-use crate::bpf_intf::nimble_limits_SWQ_HIST_BUCKETS;
+use crate::bpf_intf::nimble_limits_WAIT_HIST_BUCKETS;
 
-pub const BUCKETS: usize = nimble_limits_SWQ_HIST_BUCKETS as usize;
+pub const BUCKETS: usize = nimble_limits_WAIT_HIST_BUCKETS as usize;
 
-/// The bucket of a wait of `ns`, as swq_hist_bucket() in stats.bpf.h (BPF
+/// The bucket of a wait of `ns`, as wait_hist_bucket() in stats.bpf.h (BPF
 /// fills the buckets; this mirror pins the layout in the tests).
 #[cfg_attr(not(test), allow(dead_code))]
 pub fn bucket(ns: u64) -> usize {

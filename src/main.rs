@@ -2,17 +2,20 @@
 //! dispatch and topology-ordered stealing.
 //!
 //! Lifecycle, top to bottom: parse flags → preflight checks → load and attach
-//! (scheduler.rs) → run until Ctrl-C/SIGTERM or the kernel unloads us →
-//! report → reload when the kernel asks (CPU hotplug).
+//! (scheduler.rs) → serve metrics (stats.rs) and run until Ctrl-C/SIGTERM or
+//! the kernel unloads us → report → reload when the kernel asks (CPU
+//! hotplug). `--monitor` and `tui` only read a running scheduler's metrics.
 
 mod bpf_intf;
 mod bpf_skel;
+mod counters;
 mod ctl;
 mod hist;
 mod preflight;
 mod scheduler;
 mod stats;
 mod topology;
+mod tui;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -47,6 +50,16 @@ enum Cmd {
     /// Change the policy of the running scx_nimble without reloading it
     /// (prints the controls; with no flag, only prints them).
     Tune(TuneArgs),
+    /// Terminal UI over the running scheduler's metrics: topology with load
+    /// and queues, steal/migration/swq sparklines, NUMA thresholds (q quits).
+    Tui(TuiCmd),
+}
+
+#[derive(Debug, clap::Args)]
+struct TuiCmd {
+    /// Seconds between samples (a sample costs the scheduler one counter read).
+    #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = parse_interval)]
+    interval: f64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -149,9 +162,25 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(1..=topology::swq::MAX_SHARDS as u64))]
     pub swq_shards: Option<u64>,
 
-    /// Print a one-line counter summary every SECS seconds.
+    /// Print the metrics every SECS seconds while scheduling: one `stats:`
+    /// line of counters (cumulative since attach), or JSON with --json.
     #[arg(long, value_name = "SECS", value_parser = parse_interval)]
     pub stats: Option<f64>,
+
+    /// Do not schedule: print the running scx_nimble's metrics every SECS
+    /// seconds, read from its stats socket (root only), until Ctrl-C.
+    #[arg(long, value_name = "SECS", value_parser = parse_interval,
+          conflicts_with = "stats")]
+    pub monitor: Option<f64>,
+
+    /// With --stats or --monitor: one JSON object per interval (the
+    /// metrics `--help-stats` describes) instead of the `stats:` line.
+    #[arg(long)]
+    pub json: bool,
+
+    /// List every metric with its description and exit.
+    #[arg(long)]
+    pub help_stats: bool,
 
     /// Exit debug dump buffer length (0: kernel default).
     #[arg(long, default_value_t = 0)]
@@ -193,6 +222,11 @@ fn main() {
             swq_mode: args.swq,
             swq_affinity: args.swq_affinity,
         }),
+        Some(Cmd::Tui(args)) => tui::run(&tui::TuiArgs {
+            interval: std::time::Duration::from_secs_f64(args.interval),
+        }),
+        None if cli.opts.help_stats => stats::help(),
+        None if cli.opts.monitor.is_some() => monitor(&cli.opts),
         None => run(&cli.opts),
     };
     if let Err(e) = res {
@@ -229,6 +263,17 @@ fn run(opts: &Opts) -> Result<()> {
         info!("the kernel asked for a restart (CPU hotplug?): reloading");
     }
     Ok(())
+}
+
+/// `--monitor`: a client of the running scheduler's stats socket.
+fn monitor(opts: &Opts) -> Result<()> {
+    init_logging(opts.verbose)?;
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let flag = shutdown.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("installing the Ctrl-C/SIGTERM handler")?;
+    let secs = opts.monitor.unwrap_or(1.0);
+    stats::monitor(secs, opts.json, shutdown).context("reading /var/run/scx/root/stats (root only)")
 }
 
 fn show_topology(a: &TopologyArgs) -> Result<()> {

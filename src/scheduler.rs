@@ -3,15 +3,19 @@
 
 use crate::bpf_intf::{nimble_limits_MAX_NUMA_LEVELS, numa_level};
 use crate::bpf_skel::*;
+use crate::counters::{Counters, NR_WAIT_QUEUES};
 use crate::ctl::{self, Ctl};
-use crate::stats::Counters;
+use crate::stats::{self, Metrics, Setup};
 use crate::topology::sysfs::SysTopo;
 use crate::topology::{self, thresholds, Layout};
 use crate::Opts;
 use anyhow::{bail, Context, Result};
+use crossbeam::channel::RecvTimeoutError;
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{debug, info, warn};
+use scx_stats::prelude::StatsServer;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
+use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,15 +27,22 @@ pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
     stats_interval: Option<Duration>,
+    stats_json: bool,
     nr_nodes: usize,
     nr_llcs: usize,
     /// The controls last seen in nimble_ctl (`scx_nimble tune` changes them).
     ctl: Ctl,
+    /// What the metrics report besides counters.
+    setup: Setup,
+    attached_at: Instant,
+    /// Serves the metrics on /var/run/scx/root/stats while attached.
+    stats_server: StatsServer<(), Metrics>,
 }
 
 /// Computes the NUMA imbalance thresholds from /sys, applies the overrides,
-/// logs them in one line and writes them into the numa_levels map.
-fn write_thresholds(skel: &BpfSkel, opts: &Opts) -> Result<()> {
+/// logs them in one line, writes them into the numa_levels map and returns
+/// them for the metrics.
+fn write_thresholds(skel: &BpfSkel, opts: &Opts) -> Result<Vec<stats::Threshold>> {
     let sys =
         SysTopo::read(Path::new("/sys")).context("reading the topology for NUMA thresholds")?;
     let mut th = thresholds::numa_thresholds(&sys, opts.imb_formula.into());
@@ -41,6 +52,7 @@ fn write_thresholds(skel: &BpfSkel, opts: &Opts) -> Result<()> {
         topology::report::formula_name(opts.imb_formula.into()),
         thresholds::summary(&th)
     );
+    let mut out = Vec::new();
     for (node, levels) in &th {
         if *node >= topology::MAX_NODES || levels.len() > MAX_NUMA_LEVELS {
             bail!(
@@ -67,9 +79,16 @@ fn write_thresholds(skel: &BpfSkel, opts: &Opts) -> Result<()> {
                 .numa_levels
                 .update(&key.to_ne_bytes(), bytes, MapFlags::ANY)
                 .context("writing the numa_levels map")?;
+            out.push(stats::Threshold {
+                node: *node as u64,
+                level: i as u64 + 1,
+                distance: l.distance as u64,
+                span_weight: l.span_weight as u64,
+                imb_numa_nr: l.imb_numa_nr as u64,
+            });
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 impl<'a> Scheduler<'a> {
@@ -79,6 +98,7 @@ impl<'a> Scheduler<'a> {
         let order = topology::steal_order(&layout);
         let swq = topology::swq::plan(&layout, opts.swq_shards.map(|n| n as usize));
         let node_order = topology::node_order(&layout);
+        let node_levels = topology::node_levels(&layout);
         info!(
             "scx_nimble {}: {} CPUs, {} LLCs, {} NUMA nodes, SMT {}, slice {} us",
             env!("CARGO_PKG_VERSION"),
@@ -135,10 +155,13 @@ impl<'a> Scheduler<'a> {
             for (i, &n) in node_order[node].iter().enumerate() {
                 rodata.node_order[node][i] = n as u32;
             }
+            for (other, &lv) in node_levels[node].iter().enumerate() {
+                rodata.node_level[node][other] = lv as u32;
+            }
         }
 
         let mut skel = scx_ops_load!(skel, nimble_ops, uei)?;
-        write_thresholds(&skel, opts)?;
+        let thresholds = write_thresholds(&skel, opts)?;
         let ctl = Ctl {
             numa_rule: opts.numa_rule,
             swq_mode: opts.swq,
@@ -147,15 +170,39 @@ impl<'a> Scheduler<'a> {
         ctl::write(&skel.maps.nimble_ctl, ctl)?;
         let link = scx_ops_attach!(skel, nimble_ops)?;
         info!("scheduler attached: {}", ctl.describe());
+        // After attach: a refused second instance must not take the socket.
+        let stats_server = stats::launch_server()?;
 
         Ok(Self {
             skel,
             link: Some(link),
             stats_interval: opts.stats.map(Duration::from_secs_f64),
+            stats_json: opts.json,
             nr_nodes: layout.nr_nodes(),
             nr_llcs: layout.nr_llcs(),
             ctl,
+            setup: Setup {
+                imb_formula: topology::report::formula_name(opts.imb_formula.into()).into(),
+                slice_us: opts.slice_us,
+                numa_patience_us: opts.numa_patience_us,
+                swq_shards: swq.llc_shards.iter().copied().max().unwrap_or(1) as u64,
+                cpu_llc: layout.cpu_llc.clone(),
+                llc_node: layout.llc_node.clone(),
+                thresholds,
+            },
+            attached_at: Instant::now(),
+            stats_server,
         })
+    }
+
+    /// The metrics now (counters, controls, CPU ticks).
+    pub fn metrics(&self) -> Result<Metrics> {
+        let c = self.counters()?;
+        let ticks = std::fs::read_to_string("/proc/stat")
+            .map(|s| stats::cpu_ticks(&s))
+            .unwrap_or_else(|_| BTreeMap::new());
+        let up = self.attached_at.elapsed().as_secs_f64();
+        Ok(Metrics::new(&self.setup, &self.ctl, &c, &ticks, up))
     }
 
     pub fn counters(&self) -> Result<Counters> {
@@ -182,8 +229,8 @@ impl<'a> Scheduler<'a> {
                 .unwrap_or_default();
             c.push_node(&per_cpu);
         }
-        for llc in 0..self.nr_llcs as u32 {
-            let key = llc.to_ne_bytes();
+        for llc in 0..self.nr_llcs {
+            let key = (llc as u32).to_ne_bytes();
             let per_cpu = self
                 .skel
                 .maps
@@ -191,14 +238,24 @@ impl<'a> Scheduler<'a> {
                 .lookup_percpu(&key, MapFlags::ANY)
                 .context("reading the llc_stats map")?
                 .unwrap_or_default();
-            let hist = self
-                .skel
-                .maps
-                .swq_hist
-                .lookup(&key, MapFlags::ANY)
-                .context("reading the swq_hist map")?
-                .unwrap_or_default();
-            c.push_llc(&per_cpu, &hist, bss.swq_depth[llc as usize]);
+            let mut hists: [Vec<u8>; NR_WAIT_QUEUES] = Default::default();
+            for (q, h) in hists.iter_mut().enumerate() {
+                let key = ((llc * NR_WAIT_QUEUES + q) as u32).to_ne_bytes();
+                *h = self
+                    .skel
+                    .maps
+                    .wait_hist
+                    .lookup(&key, MapFlags::ANY)
+                    .context("reading the wait_hist map")?
+                    .unwrap_or_default();
+            }
+            c.push_llc(
+                &per_cpu,
+                [&hists[0], &hists[1]],
+                bss.swq_depth[llc],
+                bss.llc_queued[llc],
+                bss.llc_nr_running[llc] as i64,
+            );
         }
         Ok(c)
     }
@@ -221,12 +278,18 @@ impl<'a> Scheduler<'a> {
     /// the final counters and says why the scheduler exited.
     pub fn run(&mut self, shutdown: &AtomicBool) -> Result<UserExitInfo> {
         let mut next_stats = self.stats_interval.map(|i| Instant::now() + i);
+        let (res_ch, req_ch) = self.stats_server.channels();
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
-            std::thread::sleep(Duration::from_millis(100));
+            // Wake at least every 100 ms for the exit, tune and --stats checks.
+            match req_ch.recv_timeout(Duration::from_millis(100)) {
+                Ok(()) => res_ch.send(self.metrics()?)?,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(e) => Err(e).context("stats server channel")?,
+            }
             self.watch_ctl()?;
             if let (Some(at), Some(every)) = (next_stats, self.stats_interval) {
                 if Instant::now() >= at {
-                    println!("stats: {} {}", self.ctl.describe(), self.counters()?);
+                    stats::print_metrics(&self.metrics()?, self.stats_json)?;
                     next_stats = Some(at + every);
                 }
             }
@@ -236,11 +299,14 @@ impl<'a> Scheduler<'a> {
         // counters and every task has been handed back, so the books must balance.
         self.link.take();
         let fin = self.counters()?;
-        println!("final: {fin} imbalance={}", fin.imbalance());
+        let line = self.metrics()?.counters_line();
+        println!("final: {line} imbalance={}", fin.imbalance());
         if fin.imbalance() != 0
             || fin.pending != 0
             || fin.node_running.iter().any(|&n| n != 0)
             || fin.swq_depth.iter().any(|&n| n != 0)
+            || fin.llc_queued.iter().any(|&n| n != 0)
+            || fin.llc_running.iter().any(|&n| n != 0)
         {
             warn!(
                 "counters do not balance: {} inserted, {} unaccounted",

@@ -47,6 +47,9 @@ fn malformed_flags() {
     one_line_error(&nimble(&["--swq-shards", "17"]), 2, "1..=16");
     one_line_error(&nimble(&["--swq-affinity=yes"]), 2, "--swq-affinity");
     one_line_error(&nimble(&["tune", "--swq", "david"]), 2, "--swq");
+    one_line_error(&nimble(&["--monitor", "0"]), 2, "between 0.1 and 3600");
+    one_line_error(&nimble(&["--monitor", "1", "--stats", "1"]), 2, "--stats");
+    one_line_error(&nimble(&["tui", "--interval", "x"]), 2, "--interval");
     one_line_error(
         &nimble(&["tune", "--swq-affinity", "maybe"]),
         2,
@@ -89,7 +92,40 @@ fn version_and_help() {
         "--swq",
         "--swq-affinity",
         "--swq-shards",
+        "--monitor",
+        "--json",
+        "--help-stats",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
+}
+
+#[test]
+fn help_stats_lists_every_metric() {
+    let out = nimble(&["--help-stats"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    // A sample from each struct; the unit test in stats.rs checks them all.
+    for m in [
+        "steal_l1",
+        "migrate_node",
+        "swq_wait_p99_us",
+        "wait_p50_us",
+        "numa_refused",
+        "imb_numa_nr",
+        "busy_ticks",
+        "swq_mode",
+        "thresholds",
+    ] {
+        assert!(text.contains(m), "--help-stats lacks {m}");
+    }
+}
+
+#[test]
+fn tui_without_a_running_scheduler() {
+    if Path::new("/var/run/scx/root/stats").exists() {
+        eprintln!("a stats socket exists here: this case runs only where none does");
+        return;
+    }
+    one_line_error(&nimble(&["tui"]), 1, "is the scheduler running?");
 }

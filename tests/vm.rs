@@ -240,3 +240,51 @@ fn thresholds_in_map_match_topology() {
         thresholds_in_map(topo);
     }
 }
+
+/// Issue 6: under load, the JSON form of `--monitor` parses, and every
+/// counter's per-node and per-LLC values add up to its total (one snapshot
+/// is read at one moment, so the sums must be exact).
+#[test]
+#[ignore = "boots a VM; run with --include-ignored"]
+fn n2l4_stats_monitor_json_and_tui() {
+    let out = run_vm("n2l4", "stats.sh");
+    let snaps: Vec<serde_json::Value> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("J "))
+        .map(|l| serde_json::from_str(l).expect("--monitor --json line"))
+        .collect();
+    assert!(snaps.len() >= 3, "only {} JSON snapshots", snaps.len());
+    for s in &snaps {
+        let total = s["total"].as_object().expect("total");
+        let nodes: Vec<&serde_json::Value> = s["nodes"].as_object().unwrap().values().collect();
+        let llcs: Vec<&serde_json::Value> = s["llcs"].as_object().unwrap().values().collect();
+        assert_eq!((nodes.len(), llcs.len()), (2, 4), "{s}");
+        for (k, v) in total {
+            if k.ends_with("_us") {
+                continue; // quantiles do not add up
+            }
+            let t = v
+                .as_i64()
+                .unwrap_or_else(|| panic!("{k} is not an integer"));
+            let sum = |g: &[&serde_json::Value]| -> i64 {
+                g.iter().map(|x| x[k].as_i64().unwrap()).sum()
+            };
+            assert_eq!(sum(&nodes), t, "{k}: nodes {:?} vs total", nodes);
+            // LLC runnable counts are read apart from the node ones.
+            if k != "nr_running" {
+                assert_eq!(sum(&llcs), t, "{k}: LLCs vs total");
+            }
+        }
+        assert!(total["run_direct"].as_u64().unwrap() > 0, "{s}");
+        assert!(total["llc_own"].as_u64().unwrap() > 0, "{s}");
+        assert_eq!(s["cpus"].as_object().unwrap().len(), 8);
+        for (id, c) in s["cpus"].as_object().unwrap() {
+            let cpu: u64 = id.parse().unwrap();
+            assert_eq!(c["llc"].as_u64(), Some(cpu / 2), "cpu {cpu}");
+            assert_eq!(c["node"].as_u64(), Some(cpu / 4), "cpu {cpu}");
+        }
+        let th = s["thresholds"].as_array().unwrap();
+        assert_eq!(th.len(), 2, "one NUMA level per node: {th:?}");
+        assert_eq!(s["numa_rule"], "mainline");
+    }
+}

@@ -15,8 +15,8 @@ enum nimble_limits {
 	MAX_NUMA_LEVELS	= 8,
 	/* Shared wakequeue shards per LLC (the series used ~6 CPUs a shard). */
 	MAX_SWQ_SHARDS	= 16,
-	/* Buckets of the swq wait histogram (see swq_hist_bucket). */
-	SWQ_HIST_BUCKETS = 128,
+	/* Buckets of a queue-wait histogram (see wait_hist_bucket). */
+	WAIT_HIST_BUCKETS = 128,
 };
 
 /*
@@ -39,7 +39,7 @@ struct numa_level {
  * leaves that queue exactly once: by running (RUN_* side) or by being dropped
  * (DROPPED: dequeued for a property change, re-enqueued, exited, or handed
  * back to the kernel at unload). So at any quiet point
- *   INS_DIRECT + INS_LOCAL + INS_LLC == RUN_* + DROPPED + nr_pending
+ *   INS_DIRECT + INS_LOCAL + INS_LLC + INS_SWQ == RUN_* + DROPPED + nr_pending
  * and after unload nr_pending is 0.
  */
 enum nimble_stat {
@@ -62,6 +62,16 @@ enum nimble_stat {
 	STAT_IDLE_ANY,		/* select_cpu: idle CPU anywhere the task may run */
 	STAT_KICK,		/* enqueue kicked an idle CPU to come and take the task */
 	STAT_KEEP_RUNNING,	/* dispatch found nothing and extended the previous task */
+
+	/* Where tasks ran compared with their last CPU (each a subset of the one before). */
+	STAT_MIGRATE,		/* ran on another CPU than last time */
+	STAT_MIGRATE_LLC,	/* ... in another LLC */
+	STAT_MIGRATE_NODE,	/* ... on another node */
+
+	/* RUN_LLC_REMOTE by how far the task travelled (node_level, NUMA tiers). */
+	STAT_STEAL_L1,		/* from a node of the nearest remote tier */
+	STAT_STEAL_L2,		/* from the second tier */
+	STAT_STEAL_FAR,		/* from the third tier or beyond */
 
 	NR_NIMBLE_STATS,
 };
@@ -130,13 +140,21 @@ struct llc_stats {
 };
 
 /*
- * Time tasks waited in an LLC's swq, from insert to running. Bucket b < 4
+ * Time tasks waited in an LLC's queue (its DSQ or its swq), from insert to
+ * running. Bucket b < 4
  * holds waits of b ns; above, each power of two is split in 4: a wait w with
  * highest set bit m (m >= 2) goes to 4 * (m - 1) + ((w >> (m - 2)) & 3),
  * waits of 2^33 ns (~8.6 s) and more land in the last. src/hist.rs decodes it.
  */
-struct swq_hist {
-	unsigned long long bucket[SWQ_HIST_BUCKETS];
+struct wait_hist {
+	unsigned long long bucket[WAIT_HIST_BUCKETS];
+};
+
+/* The wait_hist map holds two histograms per LLC, at llc * 2 + enum wait_queue. */
+enum wait_queue {
+	WAIT_LLC,	/* the LLC's vtime DSQ */
+	WAIT_SWQ,	/* the LLC's shared wakequeue */
+	NR_WAIT_QUEUES,
 };
 
 /*

@@ -117,14 +117,16 @@ void BPF_STRUCT_OPS(nimble_tick, struct task_struct *p)
 void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
+	s32 cpu = scx_bpf_task_cpu(p);
 
 	if (time_before(vtime_now, p->scx.dsq_vtime))
 		vtime_now = p->scx.dsq_vtime;
 	if (!tctx)
 		return;
 	tctx->run_start = bpf_ktime_get_ns();
-	path_run(tctx, scx_bpf_task_cpu(p));
-	node_moved(tctx, scx_bpf_task_cpu(p));
+	path_run(tctx, cpu);
+	count_migration(tctx, cpu);
+	node_moved(tctx, cpu);
 }
 
 void BPF_STRUCT_OPS(nimble_runnable, struct task_struct *p, u64 enq_flags)
@@ -183,6 +185,7 @@ s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,
 	if (!mask)
 		return -ENOMEM;
 	tctx->rq_node = -1;
+	tctx->last_cpu = -1;
 	tctx->home = -1;
 	tctx->last_node = -1;
 	mask = bpf_kptr_xchg(&tctx->tmp, mask);

@@ -68,6 +68,8 @@ const volatile u32 steal_order[MAX_LLCS][MAX_LLCS];
 /* SLIT distances between nodes, and each node's CPU count. */
 const volatile u32 node_dist[MAX_NODES][MAX_NODES];
 const volatile u32 node_nr_cpus[MAX_NODES];
+/* NUMA tier of node b seen from node a: 0 same node, 1 nearest remote, ... */
+const volatile u32 node_level[MAX_NODES][MAX_NODES];
 /* node_order[n][0..nr_nodes]: n itself, then the other nodes nearest first. */
 const volatile u32 node_order[MAX_NODES][MAX_NODES];
 /*
@@ -165,6 +167,8 @@ struct task_ctx {
 	u32 path;		/* enum queue_path: how it was last queued */
 	u32 queued_llc;		/* LLC DSQ it was queued on, for PATH_LLC */
 	s32 rq_node;		/* node whose nr_running counts it, -1: none */
+	s32 rq_llc;		/* LLC whose nr_running counts it (valid with rq_node) */
+	s32 last_cpu;		/* CPU it last ran on, -1: none yet */
 	/*
 	 * Home node: where fork placed the task (or where it first ran), moved
 	 * only when the NUMA rule migrates it. Cross-node pulls prefer tasks

@@ -13,11 +13,19 @@
 
 /* Runnable user tasks (running or queued) per node, by the CPU they are on. */
 u64 node_nr_running[MAX_NODES];
+/* The same per LLC (statistics only: the rules read nodes). */
+u64 llc_nr_running[MAX_LLCS];
 
 static __always_inline void node_running_add(s32 node, s64 delta)
 {
 	if (node >= 0 && node < MAX_NODES)
 		__sync_fetch_and_add(&node_nr_running[node & (MAX_NODES - 1)], delta);
+}
+
+static __always_inline void llc_running_add(s32 llc, s64 delta)
+{
+	if (llc >= 0 && llc < MAX_LLCS)
+		__sync_fetch_and_add(&llc_nr_running[llc & (MAX_LLCS - 1)], delta);
 }
 
 /*
@@ -91,17 +99,25 @@ static __always_inline void node_runnable(struct task_struct *p, struct task_ctx
 	if (tctx->rq_node >= 0 || !valid_cpu(cpu) || (p->flags & PF_KTHREAD))
 		return;
 	tctx->rq_node = node_of(cpu);
+	tctx->rq_llc = llc_of(cpu);
 	node_running_add(tctx->rq_node, 1);
+	llc_running_add(tctx->rq_llc, 1);
 	node_arrive(tctx, tctx->rq_node);
 }
 
-/* The task runs on @cpu: if that is another node, move its count. */
+/* The task runs on @cpu: if that is another LLC or node, move its count. */
 static __always_inline void node_moved(struct task_ctx *tctx, s32 cpu)
 {
-	s32 node;
+	s32 node, llc;
 
 	if (tctx->rq_node < 0 || !valid_cpu(cpu))
 		return;
+	llc = llc_of(cpu);
+	if (llc != tctx->rq_llc) {
+		llc_running_add(tctx->rq_llc, -1);
+		llc_running_add(llc, 1);
+		tctx->rq_llc = llc;
+	}
 	node = node_of(cpu);
 	if (node == tctx->rq_node)
 		return;
@@ -117,6 +133,7 @@ static __always_inline void node_quiescent(struct task_ctx *tctx)
 	if (tctx->rq_node < 0)
 		return;
 	node_running_add(tctx->rq_node, -1);
+	llc_running_add(tctx->rq_llc, -1);
 	tctx->rq_node = -1;
 }
 

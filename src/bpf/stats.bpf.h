@@ -39,16 +39,17 @@ struct {
 	__type(value, struct llc_stats);
 } llc_stats SEC(".maps");
 
-/* swq wait-time histograms per LLC; shared, updated atomically. */
+/* Queue-wait histograms, two per LLC (enum wait_queue); shared, atomic adds. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_LLCS);
+	__uint(max_entries, MAX_LLCS * NR_WAIT_QUEUES);
 	__type(key, u32);
-	__type(value, struct swq_hist);
-} swq_hist SEC(".maps");
+	__type(value, struct wait_hist);
+} wait_hist SEC(".maps");
 
-/* Tasks in each LLC's swq now (exact: +1 on insert, -1 on run or drop). */
+/* Tasks in each LLC's swq and DSQ now (exact: +1 on insert, -1 on run or drop). */
 s64 swq_depth[MAX_LLCS];
+s64 llc_queued[MAX_LLCS];
 
 static __always_inline void lstat_add(u32 llc, enum llc_stat idx, u64 v)
 {
@@ -58,8 +59,8 @@ static __always_inline void lstat_add(u32 llc, enum llc_stat idx, u64 v)
 		s->cnt[idx] += v;
 }
 
-/* Histogram bucket of a wait of @ns (layout in intf.h, struct swq_hist). */
-static __always_inline u32 swq_hist_bucket(u64 ns)
+/* Histogram bucket of a wait of @ns (layout in intf.h, struct wait_hist). */
+static __always_inline u32 wait_hist_bucket(u64 ns)
 {
 	u32 m, b;
 
@@ -67,16 +68,28 @@ static __always_inline u32 swq_hist_bucket(u64 ns)
 		return ns;
 	m = 63 - __builtin_clzll(ns);
 	b = 4 * (m - 1) + ((ns >> (m - 2)) & 3);
-	return b < SWQ_HIST_BUCKETS ? b : SWQ_HIST_BUCKETS - 1;
+	return b < WAIT_HIST_BUCKETS ? b : WAIT_HIST_BUCKETS - 1;
 }
 
-static __always_inline void swq_record_wait(u32 llc, u64 ns)
+static __always_inline void record_wait(u32 llc, enum wait_queue q, u64 ns)
 {
-	struct swq_hist *h = bpf_map_lookup_elem(&swq_hist, &llc);
-	u32 b = swq_hist_bucket(ns);
+	u32 key = llc * NR_WAIT_QUEUES + q;
+	struct wait_hist *h = bpf_map_lookup_elem(&wait_hist, &key);
+	u32 b = wait_hist_bucket(ns);
 
-	if (h && b < SWQ_HIST_BUCKETS)
+	if (h && b < WAIT_HIST_BUCKETS)
 		__sync_fetch_and_add(&h->bucket[b], 1);
+}
+
+/* The depth counter of the queue behind @path at @llc (NULL: none kept). */
+static __always_inline s64 *queue_depth(u32 path, u32 llc)
+{
+	llc &= MAX_LLCS - 1;
+	if (path == PATH_SWQ)
+		return &swq_depth[llc];
+	if (path == PATH_LLC)
+		return &llc_queued[llc];
+	return NULL;
 }
 
 /* Tasks queued by us that have neither run nor been dropped yet. */
@@ -91,13 +104,44 @@ static __always_inline void stat_inc(enum nimble_stat idx)
 		s->cnt[idx]++;
 }
 
+/* A remote steal, by the NUMA tier between the two nodes. */
+static __always_inline void count_steal_distance(u32 to, u32 from)
+{
+	u32 level = node_level[to & (MAX_NODES - 1)][from & (MAX_NODES - 1)];
+
+	if (level <= 1)
+		stat_inc(STAT_STEAL_L1);
+	else if (level == 2)
+		stat_inc(STAT_STEAL_L2);
+	else
+		stat_inc(STAT_STEAL_FAR);
+}
+
+/* The task starts running on @cpu: count it if it moved since last time. */
+static __always_inline void count_migration(struct task_ctx *tctx, s32 cpu)
+{
+	s32 last = tctx->last_cpu;
+
+	tctx->last_cpu = cpu;
+	if (last < 0 || last == cpu || !valid_cpu(cpu) || !valid_cpu(last))
+		return;
+	stat_inc(STAT_MIGRATE);
+	if (llc_of(last) == llc_of(cpu))
+		return;
+	stat_inc(STAT_MIGRATE_LLC);
+	if (node_of(last) != node_of(cpu))
+		stat_inc(STAT_MIGRATE_NODE);
+}
+
 /* The task left its queue without running (or is about to be re-queued). */
 static __always_inline void path_drop(struct task_ctx *tctx)
 {
+	s64 *depth;
+
 	if (tctx->path == PATH_NONE)
 		return;
-	if (tctx->path == PATH_SWQ)
-		__sync_fetch_and_sub(&swq_depth[tctx->queued_llc & (MAX_LLCS - 1)], 1);
+	if ((depth = queue_depth(tctx->path, tctx->queued_llc)))
+		__sync_fetch_and_sub(depth, 1);
 	tctx->path = PATH_NONE;
 	stat_inc(STAT_DROPPED);
 	__sync_fetch_and_sub(&nr_pending, 1);
@@ -107,12 +151,14 @@ static __always_inline void path_drop(struct task_ctx *tctx)
 static __always_inline void path_queue(struct task_ctx *tctx, u32 path, u32 llc,
 				       enum nimble_stat ins)
 {
+	s64 *depth;
+
 	/* A task queued again before it ran was dequeued behind our back. */
 	path_drop(tctx);
 	tctx->path = path;
 	tctx->queued_llc = llc;
-	if (path == PATH_SWQ)
-		__sync_fetch_and_add(&swq_depth[llc & (MAX_LLCS - 1)], 1);
+	if ((depth = queue_depth(path, llc)))
+		__sync_fetch_and_add(depth, 1);
 	stat_inc(ins);
 	__sync_fetch_and_add(&nr_pending, 1);
 }
@@ -129,7 +175,7 @@ static __always_inline void path_run(struct task_ctx *tctx, s32 cpu)
 	if (tctx->path == PATH_SWQ) {
 		llc &= MAX_LLCS - 1;
 		__sync_fetch_and_sub(&swq_depth[llc], 1);
-		swq_record_wait(llc, bpf_ktime_get_ns() - tctx->queued_at);
+		record_wait(llc, WAIT_SWQ, bpf_ktime_get_ns() - tctx->queued_at);
 		lstat_add(llc, LSTAT_PULL, 1);
 		if (!valid_cpu(cpu) || llc_of(cpu) != llc)
 			lstat_add(llc, LSTAT_PULL_XLLC, 1);
@@ -138,14 +184,23 @@ static __always_inline void path_run(struct task_ctx *tctx, s32 cpu)
 		idx = STAT_RUN_DIRECT;
 	else if (tctx->path == PATH_LOCAL)
 		idx = STAT_RUN_LOCAL;
-	else if (!valid_cpu(cpu) || llc >= MAX_LLCS)
-		idx = STAT_DROPPED;	/* cannot happen; keeps the sum exact */
-	else if (llc_of(cpu) == llc)
-		idx = STAT_RUN_LLC_OWN;
-	else if (node_of(cpu) == node_of_llc(llc))
-		idx = STAT_RUN_LLC_NODE;
-	else
-		idx = STAT_RUN_LLC_REMOTE;
+	else {
+		/* PATH_LLC: own LLC, a sibling LLC of the node, or another node */
+		__sync_fetch_and_sub(&llc_queued[llc & (MAX_LLCS - 1)], 1);
+		if (!valid_cpu(cpu) || llc >= MAX_LLCS) {
+			idx = STAT_DROPPED;	/* cannot happen; keeps the sum exact */
+		} else {
+			record_wait(llc, WAIT_LLC, bpf_ktime_get_ns() - tctx->queued_at);
+			if (llc_of(cpu) == llc) {
+				idx = STAT_RUN_LLC_OWN;
+			} else if (node_of(cpu) == node_of_llc(llc)) {
+				idx = STAT_RUN_LLC_NODE;
+			} else {
+				idx = STAT_RUN_LLC_REMOTE;
+				count_steal_distance(node_of(cpu), node_of_llc(llc));
+			}
+		}
+	}
 
 	stat_inc(idx);
 	tctx->path = PATH_NONE;

@@ -12,7 +12,7 @@ pub mod swq;
 pub mod sysfs;
 pub mod thresholds;
 
-pub use steal::{node_order, steal_order};
+pub use steal::{node_levels, node_order, steal_order};
 
 use anyhow::{bail, Result};
 

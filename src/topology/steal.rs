@@ -25,6 +25,36 @@ pub fn node_order(layout: &Layout) -> Vec<Vec<usize>> {
         .collect()
 }
 
+/// `levels[a][b]`: the NUMA tier of node b seen from node a: 0 for a itself,
+/// 1 for the nearest remote distance of a's row, 2 for the next, ... (how
+/// far a steal travelled, for the statistics).
+pub fn node_levels(layout: &Layout) -> Vec<Vec<usize>> {
+    layout
+        .node_distance
+        .iter()
+        .enumerate()
+        .map(|(own, row)| {
+            let mut remote: Vec<usize> = row
+                .iter()
+                .enumerate()
+                .filter(|&(n, _)| n != own)
+                .map(|(_, &d)| d)
+                .collect();
+            remote.sort();
+            remote.dedup();
+            (0..row.len())
+                .map(|n| {
+                    if n == own {
+                        0
+                    } else {
+                        1 + remote.iter().position(|&d| d == row[n]).unwrap()
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
 fn order_for(layout: &Layout, own: usize) -> Vec<usize> {
     let nodes = node_order(layout).swap_remove(layout.llc_node[own]);
     let mut order = vec![own];
@@ -63,6 +93,16 @@ mod tests {
         let l = grid(4, 1, 2, srikar4());
         assert_eq!(node_order(&l)[0], vec![0, 1, 2, 3]);
         assert_eq!(node_order(&l)[2], vec![2, 3, 0, 1]);
+    }
+
+    #[test]
+    fn node_levels_rank_distances_per_row() {
+        let l = grid(4, 1, 2, srikar4());
+        let lv = node_levels(&l);
+        assert_eq!(lv[0], vec![0, 1, 2, 2]);
+        assert_eq!(lv[3], vec![2, 2, 1, 0]);
+        let l = grid(2, 2, 2, vec![vec![10, 21], vec![21, 10]]);
+        assert_eq!(node_levels(&l), vec![vec![0, 1], vec![1, 0]]);
     }
 
     #[test]

@@ -30,10 +30,17 @@ echo "$(grep '^final:' "$SCHED_OUT")"
 # Books balance: every queued task ran or was dropped; nothing left pending.
 assert_counter imbalance = 0
 assert_counter pending = 0
-final=$(counter node_running)
-echo "$final" | tr ',' '\n' | grep -qv '^0$' && fail "node_running after unload: $final"
+for c in node_running llc_running llc_queued llc_swq_depth; do
+	final=$(counter $c)
+	[ -n "$final" ] || fail "$c missing from the final line"
+	echo "$final" | tr ',' '\n' | grep -qv '^0$' && fail "$c after unload: $final"
+done
+# Remote steals split by NUMA tier add up; tasks moved between CPUs.
+tiers=$(($(counter steal_l1) + $(counter steal_l2) + $(counter steal_far)))
+[ "$tiers" -eq "$(counter steal_remote)" ] ||
+	fail "steal_l1+steal_l2+steal_far=$tiers but steal_remote=$(counter steal_remote)"
 # Paths every topology exercises.
-for c in ins_direct run_direct ins_llc llc_own idle_prev; do
+for c in ins_direct run_direct ins_llc llc_own idle_prev migrate; do
 	assert_counter $c -gt 0
 done
 # Steals are only possible where the topology has somewhere to steal from.
