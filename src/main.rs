@@ -33,7 +33,9 @@ use topology::rules::NumaRule;
 #[command(
     name = "scx_nimble",
     disable_version_flag = true,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    // `--slice-us -5` must name --slice-us, not call -5 an unknown flag.
+    allow_negative_numbers = true
 )]
 struct Cli {
     #[command(subcommand)]
@@ -111,6 +113,7 @@ impl From<Formula> for topology::imb::ImbFormula {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("interval").args(["stats", "monitor"])))]
 pub struct Opts {
     /// Time slice in microseconds. Longer slices mean fewer context switches;
     /// shorter ones lower latency under contention.
@@ -175,7 +178,7 @@ pub struct Opts {
 
     /// With --stats or --monitor: one JSON object per interval (the
     /// metrics `--help-stats` describes) instead of the `stats:` line.
-    #[arg(long)]
+    #[arg(long, requires = "interval")]
     pub json: bool,
 
     /// List every metric with its description and exit.
@@ -208,9 +211,14 @@ fn main() {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => e.exit(), // --help
         Err(e) => {
-            // Bad input: clap's first line says what is wrong; skip the usage dump.
+            // Bad input: one line. clap's first line says what is wrong and
+            // indented lines after it list what is missing; skip the usage.
             let msg = e.to_string();
-            let first = msg.lines().next().unwrap_or("invalid arguments");
+            let mut lines = msg.lines();
+            let mut first = lines.next().unwrap_or("invalid arguments").to_string();
+            for l in lines.take_while(|l| l.starts_with("  ")) {
+                first = format!("{first} {}", l.trim());
+            }
             eprintln!("scx_nimble: {first} (see --help)");
             std::process::exit(2);
         }

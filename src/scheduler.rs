@@ -39,21 +39,29 @@ pub struct Scheduler<'a> {
     stats_server: StatsServer<(), Metrics>,
 }
 
-/// Computes the NUMA imbalance thresholds from /sys, applies the overrides,
-/// logs them in one line, writes them into the numa_levels map and returns
-/// them for the metrics.
-fn write_thresholds(skel: &BpfSkel, opts: &Opts) -> Result<Vec<stats::Threshold>> {
+type Thresholds = Vec<(usize, Vec<thresholds::NumaLevel>)>;
+
+/// Computes the NUMA imbalance thresholds from /sys and applies the
+/// overrides: before anything is loaded or logged, so a bad override is one
+/// line and nothing else.
+fn thresholds_for(opts: &Opts) -> Result<Thresholds> {
     let sys =
         SysTopo::read(Path::new("/sys")).context("reading the topology for NUMA thresholds")?;
     let mut th = thresholds::numa_thresholds(&sys, opts.imb_formula.into());
     thresholds::apply_overrides(&mut th, &opts.imb_numa_nr)?;
+    Ok(th)
+}
+
+/// Logs the thresholds in one line, writes them into the numa_levels map
+/// and returns them for the metrics.
+fn write_thresholds(skel: &BpfSkel, opts: &Opts, th: &Thresholds) -> Result<Vec<stats::Threshold>> {
     info!(
         "imb_numa_nr ({}): {}",
         topology::report::formula_name(opts.imb_formula.into()),
-        thresholds::summary(&th)
+        thresholds::summary(th)
     );
     let mut out = Vec::new();
-    for (node, levels) in &th {
+    for (node, levels) in th {
         if *node >= topology::MAX_NODES || levels.len() > MAX_NUMA_LEVELS {
             bail!(
                 "node {node} with {} NUMA levels exceeds the BPF tables",
@@ -93,6 +101,7 @@ fn write_thresholds(skel: &BpfSkel, opts: &Opts) -> Result<Vec<stats::Threshold>
 
 impl<'a> Scheduler<'a> {
     pub fn init(opts: &Opts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+        let th = thresholds_for(opts)?;
         let topo = scx_utils::Topology::new().context("reading the CPU topology")?;
         let layout = Layout::from_scx(&topo).context("unsupported CPU topology")?;
         let order = topology::steal_order(&layout);
@@ -161,7 +170,7 @@ impl<'a> Scheduler<'a> {
         }
 
         let mut skel = scx_ops_load!(skel, nimble_ops, uei)?;
-        let thresholds = write_thresholds(&skel, opts)?;
+        let thresholds = write_thresholds(&skel, opts, &th)?;
         let ctl = Ctl {
             numa_rule: opts.numa_rule,
             swq_mode: opts.swq,

@@ -47,6 +47,14 @@ fn malformed_flags() {
     one_line_error(&nimble(&["--swq-shards", "17"]), 2, "1..=16");
     one_line_error(&nimble(&["--swq-affinity=yes"]), 2, "--swq-affinity");
     one_line_error(&nimble(&["tune", "--swq", "david"]), 2, "--swq");
+    one_line_error(&nimble(&["--imb-formula", "v9"]), 2, "--imb-formula");
+    one_line_error(&nimble(&["--imb-numa-nr", "x"]), 2, "LEVEL=VALUE");
+    one_line_error(&nimble(&["--imb-numa-nr", "0=1"]), 2, "--imb-numa-nr");
+    one_line_error(&nimble(&["--imb-numa-nr", "1=-1"]), 2, "--imb-numa-nr");
+    one_line_error(&nimble(&["--exit-dump-len", "-1"]), 2, "--exit-dump-len");
+    one_line_error(&nimble(&["--slice-us", "-5"]), 2, "--slice-us");
+    one_line_error(&nimble(&["--json"]), 2, "--stats <SECS>|--monitor <SECS>");
+    one_line_error(&nimble(&["topology", "--cpu", "x"]), 2, "--cpu");
     one_line_error(&nimble(&["--monitor", "0"]), 2, "between 0.1 and 3600");
     one_line_error(&nimble(&["--monitor", "1", "--stats", "1"]), 2, "--stats");
     one_line_error(&nimble(&["tui", "--interval", "x"]), 2, "--interval");
@@ -55,6 +63,27 @@ fn malformed_flags() {
         2,
         "--swq-affinity",
     );
+}
+
+#[test]
+fn corrupt_topology_snapshot() {
+    // A sysfs snapshot with a garbled CPU list: one line naming the file.
+    let dir = std::env::temp_dir().join(format!("nimble-corrupt-{}", std::process::id()));
+    let cpu = dir.join("devices/system/cpu");
+    std::fs::create_dir_all(&cpu).unwrap();
+    std::fs::write(cpu.join("online"), "0-x\n").unwrap();
+    let root = dir.to_str().unwrap();
+    one_line_error(
+        &nimble(&["topology", "--sysfs-root", root]),
+        1,
+        "devices/system/cpu/online",
+    );
+    one_line_error(
+        &nimble(&["topology", "--sysfs-root", "/nonexistent"]),
+        1,
+        "/nonexistent",
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

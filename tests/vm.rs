@@ -4,23 +4,34 @@
 //! command runs them with `--include-ignored`.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::process::Command;
 use std::sync::Mutex;
+use std::time::Instant;
 
 /// One VM at a time: they already use every host core.
 static VM: Mutex<()> = Mutex::new(());
 
-fn in_vm(topo: &str, script: &str) {
-    run_vm(topo, script);
+/// The kernel suite of the functional tests: trixie-backports (the newest
+/// sched_ext kernel) unless NIMBLE_VM_KERNEL names another.
+fn primary() -> String {
+    std::env::var("NIMBLE_VM_KERNEL").unwrap_or_else(|_| "trixie-backports".into())
 }
 
 /// Runs `script` in the VM and returns what it printed; panics if it failed.
-/// A guest that never reached the script (a boot hang under TCG, seen once
-/// in ~100 boots) is booted once more: that is not the test's outcome.
 fn run_vm(topo: &str, script: &str) -> String {
+    run_vm_on(&primary(), topo, script)
+}
+
+/// Runs `script` in a `topo` VM booting the kernel of `suite`. A guest that
+/// never reached the script (a boot hang under TCG, seen once in ~100 boots)
+/// is booted once more: that is not the test's outcome. The script's own
+/// failure is never retried.
+fn run_vm_on(suite: &str, topo: &str, script: &str) -> String {
     let _one = VM.lock().unwrap_or_else(|e| e.into_inner());
     for attempt in 1..=2 {
-        let (ok, stdout, stderr) = boot(topo, script);
+        let t0 = Instant::now();
+        let (ok, stdout, stderr) = boot(suite, topo, script);
         // Captured by the test harness: shown when the test fails (or --nocapture).
         print!("{stdout}");
         eprint!("{stderr}");
@@ -30,29 +41,42 @@ fn run_vm(topo: &str, script: &str) -> String {
             eprintln!("vm.rs: the {topo} guest did not boot to {script}; booting it again");
             continue;
         }
-        assert!(ok, "{script} in VM topology {topo} failed");
+        record(suite, topo, script, ok, t0.elapsed().as_secs(), &stdout);
+        assert!(ok, "{script} in VM topology {topo} ({suite}) failed");
         return stdout;
     }
     unreachable!()
 }
 
+/// Appends the outcome, and each "CASE name seconds" line the script printed,
+/// to $NIMBLE_VM_RESULTS (`vm/nimble-vm test` prints that file at the end).
+fn record(suite: &str, topo: &str, script: &str, ok: bool, secs: u64, stdout: &str) {
+    let Ok(path) = std::env::var("NIMBLE_VM_RESULTS") else {
+        return;
+    };
+    let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+    else {
+        return;
+    };
+    let result = if ok { "passed" } else { "FAILED" };
+    let _ = writeln!(f, "{suite} {topo} {script} {result} {secs}");
+    for case in stdout.lines().filter_map(|l| l.strip_prefix("CASE ")) {
+        if let Some((name, secs)) = case.split_once(' ') {
+            let _ = writeln!(f, "{suite} {topo} {script}:{name} passed {secs}");
+        }
+    }
+}
+
 /// One VM boot running `script`: (success, stdout, stderr).
-fn boot(topo: &str, script: &str) -> (bool, String, String) {
+fn boot(suite: &str, topo: &str, script: &str) -> (bool, String, String) {
     let root = env!("CARGO_MANIFEST_DIR");
     let bin = env!("CARGO_BIN_EXE_scx_nimble");
-    // NIMBLE_VM_KERNEL=sid runs the suite on the second kernel version.
-    let suite = std::env::var("NIMBLE_VM_KERNEL").unwrap_or_else(|_| "trixie-backports".into());
     let out = Command::new(format!("{root}/vm/nimble-vm"))
         .current_dir(root)
-        .args([
-            "run",
-            "--kernel",
-            &suite,
-            "--topo",
-            topo,
-            "--timeout",
-            "600",
-        ])
+        .args(["run", "--kernel", suite, "--topo", topo, "--timeout", "600"])
         .arg("--add")
         .arg(format!("{bin}:/bin/scx_nimble"))
         .args(["--", &format!("/tests/{script}")])
@@ -65,26 +89,23 @@ fn boot(topo: &str, script: &str) -> (bool, String, String) {
     )
 }
 
+/// `name: topo, script;` entries, each a test booting the kernel `$suite`.
 macro_rules! vm_tests {
-    ($($name:ident: $topo:literal, $script:literal;)*) => {$(
+    ($suite:expr; $($name:ident: $topo:literal, $script:literal;)*) => {$(
         #[test]
         #[ignore = "boots a VM; run with --include-ignored"]
         fn $name() {
-            in_vm($topo, $script);
+            run_vm_on(&$suite, $topo, $script);
         }
     )*};
 }
 
+/// Functional tests: the policies behave as specified (primary kernel).
 vm_tests! {
-    flat_attach_load: "flat", "attach_load.sh";
-    n2l4_attach_load: "n2l4", "attach_load.sh";
-    n4_attach_load: "n4", "attach_load.sh";
-    smt_attach_load: "smt", "attach_load.sh";
+    primary();
     n2l4_node_running_counts: "n2l4", "nodes.sh";
     n4_node_running_counts: "n4", "nodes.sh";
     n2l4_pinned_task_runs: "n2l4", "pinned.sh";
-    n2l4_hotplug_restart: "n2l4", "hotplug.sh";
-    flat_error_cases: "flat", "errors.sh";
     flat_nice19_not_starved: "flat", "nice.sh";
     n2l4_numa_pair_stays_local_by_rule: "n2l4", "numa_locality.sh";
     n2l4_numa_spread: "n2l4", "numa_spread.sh";
@@ -93,6 +114,38 @@ vm_tests! {
     l2_swq_modes_hackbench_and_live_switch: "l2", "swq_modes.sh";
     l2_swq_pinned_and_remote_llc_tasks_run: "l2", "swq_pinned.sh";
     l2_swq_affinity_pulls_only_allowed: "l2", "swq_affinity.sh";
+}
+
+/// The reliability suite (issue 7): load, faults and hostile input, on both
+/// kernel versions, as `reliability::<suite>::<case>`.
+macro_rules! reliability {
+    ($($name:ident: $topo:literal, $script:literal;)*) => {
+        mod reliability {
+            use super::*;
+            /// trixie-backports: the newest sched_ext kernel Debian ships (7.3.x).
+            mod backports {
+                use super::*;
+                vm_tests! { "trixie-backports"; $($name: $topo, $script;)* }
+            }
+            /// sid: the other minor version (7.2.x).
+            mod sid {
+                use super::*;
+                vm_tests! { "sid"; $($name: $topo, $script;)* }
+            }
+        }
+    };
+}
+
+reliability! {
+    flat_attach_load: "flat", "attach_load.sh";
+    n2l4_attach_load: "n2l4", "attach_load.sh";
+    n4_attach_load: "n4", "attach_load.sh";
+    smt_attach_load: "smt", "attach_load.sh";
+    l2_attach_load: "l2", "attach_load.sh";
+    n2l4_hotplug_two_cpus: "n2l4", "hotplug.sh";
+    n2l4_signals_int_term_kill: "n2l4", "signals.sh";
+    n2l4_torture_forks_wakeups_nice_cgroups: "n2l4", "torture.sh";
+    flat_hostile_input: "flat", "errors.sh";
 }
 
 /// A /proc/schedstat cpumask ("00000000,000000ff") as a sorted CPU list.

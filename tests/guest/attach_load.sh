@@ -1,14 +1,16 @@
 #!/bin/sh
-# Issue 2, acceptance 1-2: attach, survive a stress-ng CPU + fork + affinity
-# churn load with hackbench on top, stay attached, exit 0 on Ctrl-C, and keep
-# counters that are non-zero where the topology allows and balance exactly.
+# Issue 2, acceptance 1-2, and issue 7's load in every topology: attach,
+# survive 30 s of the scx CI recipe (stress-ng --aggressive CPU + fork +
+# affinity churn with --affinity-pin) with hackbench on top, stay attached,
+# exit 0 on Ctrl-C, and keep counters that are non-zero where the topology
+# allows and balance exactly.
 . /tests/lib.sh
 
 N=$(nr_cpus); NODES=$(nr_nodes); LLCS=$(nr_llcs)
 log "topology: $N CPUs, $NODES nodes, $LLCS LLCs"
 
 start_sched --stats 1
-stress-ng --cpu "$N" --fork 2 --affinity 2 --affinity-rand --timeout 20s \
+stress-ng --aggressive --cpu "$N" --fork 2 --affinity 2 --affinity-pin --timeout 30s \
 	--metrics-brief >/tmp/stress.out 2>&1 &
 STRESS=$!
 sleep 2
