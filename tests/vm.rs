@@ -100,7 +100,7 @@ macro_rules! vm_tests {
     )*};
 }
 
-/// Functional tests: the policies behave as specified (primary kernel).
+// Functional tests: the policies behave as specified (primary kernel).
 vm_tests! {
     primary();
     n2l4_node_running_counts: "n2l4", "nodes.sh";
