@@ -39,12 +39,10 @@ pub struct Scheduler<'a> {
     stats_server: StatsServer<(), Metrics>,
 }
 
-type Thresholds = Vec<(usize, Vec<thresholds::NumaLevel>)>;
-
 /// Computes the NUMA imbalance thresholds from /sys and applies the
 /// overrides: before anything is loaded or logged, so a bad override is one
 /// line and nothing else.
-fn thresholds_for(opts: &Opts) -> Result<Thresholds> {
+fn thresholds_for(opts: &Opts) -> Result<thresholds::Thresholds> {
     let sys =
         SysTopo::read(Path::new("/sys")).context("reading the topology for NUMA thresholds")?;
     let mut th = thresholds::numa_thresholds(&sys, opts.imb_formula.into());
@@ -54,7 +52,11 @@ fn thresholds_for(opts: &Opts) -> Result<Thresholds> {
 
 /// Logs the thresholds in one line, writes them into the numa_levels map
 /// and returns them for the metrics.
-fn write_thresholds(skel: &BpfSkel, opts: &Opts, th: &Thresholds) -> Result<Vec<stats::Threshold>> {
+fn write_thresholds(
+    skel: &BpfSkel,
+    opts: &Opts,
+    th: &thresholds::Thresholds,
+) -> Result<Vec<stats::Threshold>> {
     info!(
         "imb_numa_nr ({}): {}",
         topology::report::formula_name(opts.imb_formula.into()),

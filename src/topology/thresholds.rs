@@ -14,7 +14,10 @@ pub struct NumaLevel {
 }
 
 /// `(node, levels)` for every node, nearest remote tier first.
-pub fn numa_thresholds(t: &SysTopo, formula: ImbFormula) -> Vec<(usize, Vec<NumaLevel>)> {
+pub type Thresholds = Vec<(usize, Vec<NumaLevel>)>;
+
+/// The thresholds of every node, as the kernel computes them.
+pub fn numa_thresholds(t: &SysTopo, formula: ImbFormula) -> Thresholds {
     let mut dists: Vec<usize> = t.distance.iter().flatten().copied().collect();
     dists.sort();
     dists.dedup();

@@ -93,6 +93,14 @@ assert_clean_dmesg() {
 	[ -z "$bad" ] || fail "kernel complained: $bad"
 }
 
+# case_begin / case_end NAME: "CASE NAME seconds" for the reliability table
+# (tests/vm.rs collects these lines); case_end also starts the next case.
+case_begin() { CASE_T0=$(cut -d' ' -f1 /proc/uptime); }
+case_end() {
+	echo "CASE $1 $(awk -v a="$CASE_T0" '{ printf "%d", $1 - a }' /proc/uptime)"
+	case_begin
+}
+
 nr_cpus() { grep -c ^processor /proc/cpuinfo; }
 nr_nodes() { ls -d /sys/devices/system/node/node[0-9]* | wc -l; }
 nr_llcs() { cat /sys/devices/system/cpu/cpu[0-9]*/cache/index3/shared_cpu_list | sort -u | wc -l; }

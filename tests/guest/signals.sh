@@ -17,7 +17,7 @@ load() {
 unload() { kill $LOAD 2>/dev/null; wait $LOAD; }
 
 for sig in INT TERM; do
-	t0=$(cut -d' ' -f1 /proc/uptime)
+	case_begin
 	start_sched --stats 1
 	load
 	kill -$sig "$SCHED_PID"
@@ -29,10 +29,10 @@ for sig in INT TERM; do
 	wait_until 50 "not disabled 5 s after SIG$sig" state_disabled
 	assert_counter imbalance = 0
 	assert_clean_dmesg
-	echo "CASE sig$sig $(awk -v a="$t0" '{ printf "%d", $1 - a }' /proc/uptime)"
+	case_end "sig$sig"
 done
 
-t0=$(cut -d' ' -f1 /proc/uptime)
+case_begin
 start_sched --stats 1
 load
 kill -KILL "$SCHED_PID"
@@ -46,7 +46,7 @@ dmesg | grep -q 'sched_ext: BPF scheduler "nimble.*disabled' ||
 # The unload after SIGKILL is "unregistered from user space": not an error.
 assert_clean_dmesg
 unload
-echo "CASE sigKILL $(awk -v a="$t0" '{ printf "%d", $1 - a }' /proc/uptime)"
+case_end sigKILL
 
 # A new instance attaches over the dead one's leftovers (its stats socket).
 start_sched --stats 1

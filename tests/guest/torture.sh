@@ -8,13 +8,11 @@
 
 N=$(nr_cpus)
 start_sched --stats 1
-t0=$(cut -d. -f1 /proc/uptime)
+case_begin
 case_done() { # NAME
 	assert_attached "after $1"
 	assert_clean_dmesg
-	t=$(cut -d. -f1 /proc/uptime)
-	echo "CASE $1 $((t - t0))"
-	t0=$t
+	case_end "$1"
 }
 
 # 1. Fork storm: short-lived children, counted by the kernel's fork counter.
