@@ -1,0 +1,262 @@
+//! What an experiment runs: workloads at their points, variants (schedulers),
+//! rounds. Built from the command line on the host and shipped as JSON to the
+//! guest with `--vm`, so both sides run exactly the same plan.
+
+use crate::workloads::{self, Opts};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// sched_ext schedulers from sched-ext/scx that a preset adds when they are on
+/// PATH (detected, never required).
+pub const PEERS: &[&str] = &[
+    "scx_bpfland",
+    "scx_p2dq",
+    "scx_rusty",
+    "scx_cosmos",
+    "scx_lavd",
+];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Sched {
+    /// No sched_ext scheduler: the kernel's EEVDF.
+    Eevdf,
+    /// scx_nimble with these flags.
+    Nimble { args: Vec<String> },
+    /// Another sched_ext scheduler binary, by name, with these flags.
+    Peer { bin: String, args: Vec<String> },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    pub label: String,
+    /// As given: `eevdf`, `nimble:--swq wakeups`, `scx_bpfland`.
+    pub spec: String,
+    pub sched: Sched,
+}
+
+impl Variant {
+    /// `[LABEL=]eevdf | nimble[:FLAGS] | scx_NAME[:FLAGS]`; FLAGS split on
+    /// blanks. A `=` before any `:` names the variant.
+    pub fn parse(s: &str) -> Result<Variant> {
+        let s = s.trim();
+        let (label, spec) = match (s.find('='), s.find(':')) {
+            (Some(e), c) if c.is_none_or(|c| e < c) => (s[..e].trim(), s[e + 1..].trim()),
+            _ => (s, s),
+        };
+        let (name, flags) = spec.split_once(':').unwrap_or((spec, ""));
+        let args: Vec<String> = flags.split_whitespace().map(String::from).collect();
+        let sched = match name {
+            "eevdf" if args.is_empty() => Sched::Eevdf,
+            "eevdf" => bail!("variant '{s}': eevdf takes no flags"),
+            "nimble" | "scx_nimble" => Sched::Nimble { args },
+            n if n.starts_with("scx_") && n.len() > 4 && !n.contains('/') => Sched::Peer {
+                bin: n.to_string(),
+                args,
+            },
+            _ => bail!(
+                "variant '{s}': expected eevdf, nimble[:FLAGS] or scx_NAME[:FLAGS], optionally LABEL=…"
+            ),
+        };
+        if label.is_empty() || label.contains(char::is_whitespace) && label != spec {
+            bail!("variant '{s}': a label must be one word");
+        }
+        Ok(Variant {
+            label: label.to_string(),
+            spec: spec.to_string(),
+            sched,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Experiment {
+    pub workload: String,
+    pub points: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    pub experiments: Vec<Experiment>,
+    pub variants: Vec<Variant>,
+    pub baseline: String,
+    pub runs: u32,
+    pub secs: f64,
+    /// None: each workload's own default ([`opts_for`]).
+    pub loops: Option<u32>,
+    pub mem_mb: u32,
+    /// Seconds a scheduler may take to attach (BPF load under a busy TCG guest
+    /// took up to 120 s).
+    pub attach_timeout_s: u64,
+    /// Seconds one sample may take before it is killed and the run fails.
+    pub sample_timeout_s: u64,
+}
+
+impl Plan {
+    pub fn opts(&self, workload: &str) -> Opts {
+        opts_for(workload, self.secs, self.loops, self.mem_mb)
+    }
+
+    pub fn variant(&self, label: &str) -> Option<&Variant> {
+        self.variants.iter().find(|v| v.label == label)
+    }
+
+    /// Variants in the order they run in round `r`: rotated by one each round,
+    /// so no variant always runs first (after boot, or after a cold cache).
+    pub fn round_order(&self, r: u32) -> Vec<&Variant> {
+        let n = self.variants.len();
+        (0..n)
+            .map(|i| &self.variants[(i + r as usize) % n])
+            .collect()
+    }
+
+    pub fn check(&self) -> Result<()> {
+        if self.variants.is_empty() || self.experiments.is_empty() {
+            bail!("nothing to run: no variants or no workloads");
+        }
+        for (i, v) in self.variants.iter().enumerate() {
+            if self.variants[..i].iter().any(|w| w.label == v.label) {
+                bail!(
+                    "variant label '{}' given twice (name them: LABEL=SPEC)",
+                    v.label
+                );
+            }
+        }
+        if self.variant(&self.baseline).is_none() {
+            bail!("--baseline '{}' is not one of the variants", self.baseline);
+        }
+        for e in &self.experiments {
+            workloads::spec(&e.workload)
+                .with_context(|| format!("unknown workload '{}'", e.workload))?;
+            if e.points.is_empty() || e.points.contains(&0) {
+                bail!("{}: points must be positive numbers", e.workload);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `loops` means different work per workload: hackbench's -l, STREAM's
+/// repetitions (NTIMES), numa01/02's passes over their buffers.
+pub fn opts_for(workload: &str, secs: f64, loops: Option<u32>, mem_mb: u32) -> Opts {
+    let default = match workload {
+        "hackbench" => 100,
+        "stream" => 10,
+        _ => 20,
+    };
+    Opts {
+        secs,
+        loops: loops.unwrap_or(default),
+        mem_mb,
+    }
+}
+
+/// A preset: the workloads and variants of one seed's comparison.
+pub struct Preset {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub workloads: &'static [&'static str],
+    /// LABEL=SPEC, before any detected peers.
+    pub variants: &'static [&'static str],
+}
+
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "seed000",
+        about: "NUMA imbalance thresholds (seed 000): tip-core, v3, v4, v4.1, v4.2 on STREAM and tbench",
+        workloads: &["stream", "tbench"],
+        variants: &[
+            "eevdf",
+            "tip=nimble:--numa-rule tip",
+            "v3=nimble:--numa-rule v3",
+            // The seed's v4 had smaller thresholds than v4.1 (1,1 vs 2,4 on
+            // NPS4); the kernel's own formula stands in for them.
+            "v4=nimble:--numa-rule v4",
+            "v4.1=nimble:--numa-rule v4 --imb-formula v4",
+            "v4.2=nimble:--numa-rule v3 --imb-formula v4",
+        ],
+    },
+    Preset {
+        name: "seed002",
+        about: "shared wakequeue (seed 002): tip, david, ego-1, ego-2 on hackbench, schbench, tbench",
+        workloads: &["hackbench", "schbench", "tbench"],
+        variants: &[
+            "eevdf",
+            "tip=nimble:--swq off",
+            "david=nimble:--swq wakeups",
+            "ego-1=nimble:--swq sis-fail",
+            "ego-2=nimble:--swq sis-fail --swq-affinity",
+        ],
+    },
+];
+
+pub fn preset(name: &str) -> Option<&'static Preset> {
+    PRESETS.iter().find(|p| p.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_variants() {
+        assert_eq!(Variant::parse("eevdf").unwrap().sched, Sched::Eevdf);
+        let v = Variant::parse("david=nimble:--swq wakeups").unwrap();
+        assert_eq!(v.label, "david");
+        assert_eq!(v.spec, "nimble:--swq wakeups");
+        assert_eq!(
+            v.sched,
+            Sched::Nimble {
+                args: vec!["--swq".into(), "wakeups".into()]
+            }
+        );
+        // '=' after ':' belongs to the flags.
+        let v = Variant::parse("nimble:--imb-numa-nr 1=4").unwrap();
+        assert_eq!(v.label, "nimble:--imb-numa-nr 1=4");
+        let v = Variant::parse("scx_bpfland").unwrap();
+        assert_eq!(
+            v.sched,
+            Sched::Peer {
+                bin: "scx_bpfland".into(),
+                args: vec![]
+            }
+        );
+        for bad in [
+            "cfs",
+            "eevdf:-x",
+            "scx_",
+            "=nimble",
+            "a b=nimble",
+            "scx_../x",
+        ] {
+            assert!(Variant::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn presets_parse_and_rotation() {
+        for p in PRESETS {
+            for v in p.variants {
+                Variant::parse(v).unwrap();
+            }
+        }
+        let plan = Plan {
+            experiments: vec![],
+            variants: ["eevdf", "nimble", "scx_bpfland"]
+                .iter()
+                .map(|s| Variant::parse(s).unwrap())
+                .collect(),
+            baseline: "eevdf".into(),
+            runs: 3,
+            secs: 1.0,
+            loops: None,
+            mem_mb: 1,
+            attach_timeout_s: 1,
+            sample_timeout_s: 1,
+        };
+        let first: Vec<&str> = (0..3)
+            .map(|r| plan.round_order(r)[0].label.as_str())
+            .collect();
+        assert_eq!(first, ["eevdf", "nimble", "scx_bpfland"]);
+    }
+}

@@ -1,0 +1,242 @@
+//! Runs a plan: rounds of every variant in rotated order, each variant
+//! attached once per round for all its samples. Everything observed is an
+//! [`Event`], sent to a sink as it happens: collected in memory natively,
+//! printed as marked lines from the VM guest for the host to collect.
+
+use crate::plan::Plan;
+use crate::variant;
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One line of the guest's output carries one event after this marker.
+pub const MARK: &str = "@@LAB@@ ";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "lowercase")]
+pub enum Event {
+    /// Where the experiment ran.
+    Env(Env),
+    /// A variant's scheduler attached (once per round).
+    Attach {
+        round: u32,
+        variant: String,
+        ops: String,
+        attach_s: f64,
+    },
+    Sample(Sample),
+    /// The run stopped on this error; samples before it stand.
+    Error {
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Env {
+    pub kernel: String,
+    pub date: String,
+    pub cpus: u32,
+    pub nodes: u32,
+    pub llcs: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sample {
+    pub round: u32,
+    pub variant: String,
+    pub workload: String,
+    pub point: u32,
+    pub metrics: Vec<(String, f64)>,
+    pub wall_s: f64,
+}
+
+pub fn env() -> Env {
+    let uname = {
+        let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+        unsafe { libc::uname(&mut u) };
+        unsafe { std::ffi::CStr::from_ptr(u.release.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let count = |dir: &str, pre: &str| -> u32 {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| {
+                        let n = e.file_name().to_string_lossy().into_owned();
+                        n.strip_prefix(pre)
+                            .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()))
+                    })
+                    .count() as u32
+            })
+            .unwrap_or(0)
+    };
+    // LLCs: distinct shared_cpu_list of each CPU's last-level cache.
+    let mut llcs = std::collections::BTreeSet::new();
+    let cpus = count("/sys/devices/system/cpu", "cpu");
+    for c in 0..cpus {
+        let base = format!("/sys/devices/system/cpu/cpu{c}/cache");
+        let last = (0..8)
+            .rev()
+            .map(|i| format!("{base}/index{i}/shared_cpu_list"))
+            .find_map(|p| std::fs::read_to_string(p).ok());
+        if let Some(l) = last {
+            llcs.insert(l.trim().to_string());
+        }
+    }
+    Env {
+        kernel: uname,
+        date: now_utc(),
+        cpus,
+        nodes: count("/sys/devices/system/node", "node").max(1),
+        llcs: llcs.len().max(1) as u32,
+    }
+}
+
+/// ISO 8601, UTC, from the system clock (no date crate for one line).
+pub fn now_utc() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    unsafe { libc::gmtime_r(&t, &mut tm) };
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+/// Runs every round; the first error ends the run (after an Error event).
+pub fn run(plan: &Plan, sink: &mut dyn FnMut(Event)) -> Result<()> {
+    sink(Event::Env(env()));
+    let r = run_rounds(plan, sink);
+    if let Err(e) = &r {
+        sink(Event::Error {
+            message: format!("{e:#}"),
+        });
+    }
+    r
+}
+
+fn run_rounds(plan: &Plan, sink: &mut dyn FnMut(Event)) -> Result<()> {
+    for round in 0..plan.runs {
+        for v in plan.round_order(round) {
+            eprintln!("nimble-lab: round {}/{}: {}", round + 1, plan.runs, v.label);
+            let mut sched = variant::start(v, Duration::from_secs(plan.attach_timeout_s))?;
+            if !sched.ops.is_empty() {
+                eprintln!(
+                    "nimble-lab:   attached as {} in {:.1} s",
+                    sched.ops, sched.attach_s
+                );
+            }
+            sink(Event::Attach {
+                round,
+                variant: v.label.clone(),
+                ops: sched.ops.clone(),
+                attach_s: sched.attach_s,
+            });
+            for e in &plan.experiments {
+                for &point in &e.points {
+                    let t0 = Instant::now();
+                    let metrics = sample(
+                        &e.workload,
+                        point,
+                        &plan.opts(&e.workload),
+                        plan.sample_timeout_s,
+                    )
+                    .with_context(|| format!("{}: {} at {point}", v.label, e.workload))?;
+                    // Still attached after the sample: the numbers are the variant's.
+                    sched.check()?;
+                    let wall_s = t0.elapsed().as_secs_f64();
+                    eprintln!(
+                        "nimble-lab:   {} {}={point}: {} ({wall_s:.1} s)",
+                        e.workload,
+                        crate::workloads::spec(&e.workload).map_or("point", |s| s.param),
+                        metrics
+                            .iter()
+                            .map(|(k, v)| format!("{k}={v:.4}"))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    );
+                    sink(Event::Sample(Sample {
+                        round,
+                        variant: v.label.clone(),
+                        workload: e.workload.clone(),
+                        point,
+                        metrics,
+                        wall_s,
+                    }));
+                }
+            }
+            sched.stop()?;
+        }
+    }
+    Ok(())
+}
+
+/// One sample in a child process (`nimble-lab __workload`), killed after
+/// `timeout_s`.
+fn sample(
+    workload: &str,
+    point: u32,
+    o: &crate::workloads::Opts,
+    timeout_s: u64,
+) -> Result<Vec<(String, f64)>> {
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(exe)
+        .args(["__workload", workload, &point.to_string()])
+        .args([
+            "--secs",
+            &o.secs.to_string(),
+            "--loops",
+            &o.loops.to_string(),
+        ])
+        .args(["--mem-mb", &o.mem_mb.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    // Drain both pipes in threads so a chatty child cannot block on them.
+    let to = std::thread::spawn(move || {
+        let mut s = String::new();
+        out.read_to_string(&mut s).ok();
+        s
+    });
+    let te = std::thread::spawn(move || {
+        let mut s = String::new();
+        err.read_to_string(&mut s).ok();
+        s
+    });
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        if t0.elapsed() > Duration::from_secs(timeout_s) {
+            child.kill().ok();
+            child.wait().ok();
+            bail!("killed after {timeout_s} s (--sample-timeout)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (out, err) = (to.join().unwrap_or_default(), te.join().unwrap_or_default());
+    if !status.success() {
+        let line = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        bail!("workload failed ({status}): {}", line.trim());
+    }
+    serde_json::from_str(out.trim())
+        .with_context(|| format!("bad workload output '{}'", out.trim()))
+}

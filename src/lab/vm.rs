@@ -1,0 +1,113 @@
+//! `--vm TOPOLOGY`: the same plan run inside the project's VM (vm/nimble-vm),
+//! the guest printing its events as marked lines on the console for the host
+//! to collect. The host draws the tables and plots.
+
+use crate::plan::{Plan, Sched};
+use crate::runner::{Event, MARK};
+use crate::variant;
+use anyhow::{bail, Context, Result};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The repository holding vm/nimble-vm: $NIMBLE_VM's, this binary's build
+/// tree (target/release/..), or the current directory.
+fn repo() -> Result<PathBuf> {
+    if let Ok(p) = std::env::var("NIMBLE_VM") {
+        let p = PathBuf::from(p);
+        return p
+            .parent()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .context("NIMBLE_VM must be the path of vm/nimble-vm");
+    }
+    let exe = std::env::current_exe()?;
+    let candidates = [
+        exe.ancestors().nth(3).map(Path::to_path_buf),
+        std::env::current_dir().ok(),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|d| d.join("vm/nimble-vm").is_file())
+        .context(
+            "--vm needs the scx_nimble repository (vm/nimble-vm): run from it or set NIMBLE_VM",
+        )
+}
+
+/// Runs `plan` in a `topo` VM booting `kernel`; every event reaches `sink`
+/// as it arrives. Fails if the guest run failed (after its events).
+pub fn run(
+    plan: &Plan,
+    topo: &str,
+    kernel: Option<&str>,
+    timeout_s: u64,
+    sink: &mut dyn FnMut(Event),
+) -> Result<()> {
+    let repo = repo()?;
+    let exe = std::env::current_exe()?;
+    let nimble = repo.join("target/release/scx_nimble");
+    if plan
+        .variants
+        .iter()
+        .any(|v| matches!(v.sched, Sched::Nimble { .. }))
+        && !nimble.is_file()
+    {
+        bail!("{} missing: cargo build --release first", nimble.display());
+    }
+    let tmp = std::env::temp_dir().join(format!("nimble-lab-vm-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp)?;
+    let plan_file = tmp.join("plan.json");
+    std::fs::write(&plan_file, serde_json::to_vec(plan)?)?;
+    let mut cmd = Command::new(repo.join("vm/nimble-vm"));
+    cmd.current_dir(&repo)
+        .args(["run", "--topo", topo, "--timeout", &timeout_s.to_string()]);
+    if let Some(k) = kernel {
+        cmd.args(["--kernel", k]);
+    }
+    cmd.arg("--add")
+        .arg(format!("{}:/bin/nimble-lab", exe.display()));
+    cmd.arg("--add")
+        .arg(format!("{}:/lab/plan.json", plan_file.display()));
+    // Peers come from the host's PATH into the guest's /bin.
+    for v in &plan.variants {
+        if let Sched::Peer { bin, .. } = &v.sched {
+            let p = variant::which(bin)
+                .with_context(|| format!("{}: {bin} not found on PATH", v.label))?;
+            cmd.arg("--add").arg(format!("{}:/bin/{bin}", p.display()));
+        }
+    }
+    cmd.args(["--", "nimble-lab", "__guest", "/lab/plan.json"]);
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("cannot run vm/nimble-vm")?;
+    let out = BufReader::new(child.stdout.take().unwrap());
+    let mut bad = 0;
+    for line in out.lines() {
+        let line = line?;
+        match line.find(MARK) {
+            Some(i) => match serde_json::from_str::<Event>(&line[i + MARK.len()..]) {
+                Ok(e) => sink(e),
+                Err(_) => {
+                    // A kernel message can land inside a line on the console.
+                    bad += 1;
+                    eprintln!("nimble-lab: unreadable event line from the guest: {line}");
+                }
+            },
+            // The harness's own exit marker; its status is ours below.
+            None if line.starts_with("@@NIMBLE_EXIT=") => {}
+            None => eprintln!("{line}"),
+        }
+    }
+    let st = child.wait()?;
+    std::fs::remove_dir_all(&tmp).ok();
+    if !st.success() {
+        bail!("the VM run failed ({st}; 124 = --vm-timeout)");
+    }
+    if bad > 0 {
+        bail!("{bad} event lines from the guest could not be read");
+    }
+    Ok(())
+}
