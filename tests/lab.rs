@@ -111,6 +111,27 @@ fn check_json(path: &Path, runs: usize, variants: &[&str]) -> Value {
     j
 }
 
+/// The VM tests' kernel suite, as tests/vm.rs chooses it.
+fn kernel() -> String {
+    std::env::var("NIMBLE_VM_KERNEL").unwrap_or_else(|_| "trixie-backports".into())
+}
+
+/// A line for `vm/nimble-vm test`'s table (as tests/vm.rs writes them).
+fn record(topo: &str, what: &str, ok: bool, secs: u64) {
+    use std::io::Write;
+    let Ok(path) = std::env::var("NIMBLE_VM_RESULTS") else {
+        return;
+    };
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+    {
+        let result = if ok { "passed" } else { "FAILED" };
+        let _ = writeln!(f, "{} {topo} {what} {result} {secs}", kernel());
+    }
+}
+
 #[test]
 fn help_documents_everything() {
     let out = lab(&["--help"]);
@@ -229,6 +250,7 @@ fn eevdf_only_experiment_natively() {
 fn vm_minimal_call_hackbench() {
     let d = tmpdir("vm");
     let json = d.join("out.json");
+    let t0 = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_nimble-lab"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args([
@@ -250,6 +272,12 @@ fn vm_minimal_call_hackbench() {
         ])
         .output()
         .unwrap();
+    record(
+        "n2l4",
+        "nimble-lab:hackbench",
+        out.status.success(),
+        t0.elapsed().as_secs(),
+    );
     print!("{}", String::from_utf8_lossy(&out.stdout));
     eprint!("{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success());

@@ -20,8 +20,18 @@ pub struct Report {
     pub stat: Stat,
     pub variants: Vec<VariantInfo>,
     pub experiments: Vec<ExpResult>,
+    /// Rounds in which a variant's scheduler fell off mid-sample (that
+    /// variant's cells then hold fewer than `runs` samples).
+    pub detached: Vec<Detach>,
     /// Set when the run stopped early; what was measured is still here.
     pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Detach {
+    pub round: u32,
+    pub variant: String,
+    pub message: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -62,6 +72,7 @@ impl Report {
     pub fn build(plan: &Plan, machine: &str, stat: Stat, events: &[Event]) -> Report {
         let mut env = None;
         let mut error = None;
+        let mut detached = vec![];
         let mut samples: Vec<&Sample> = vec![];
         let mut variants: Vec<VariantInfo> = plan
             .variants
@@ -78,6 +89,15 @@ impl Report {
                 Event::Env(x) => env = Some(x.clone()),
                 Event::Error { message } => error = Some(message.clone()),
                 Event::Sample(s) => samples.push(s),
+                Event::Detached {
+                    round,
+                    variant,
+                    message,
+                } => detached.push(Detach {
+                    round: *round,
+                    variant: variant.clone(),
+                    message: message.clone(),
+                }),
                 Event::Attach {
                     variant,
                     ops,
@@ -142,6 +162,7 @@ impl Report {
             stat,
             variants,
             experiments,
+            detached,
             error,
         }
     }
@@ -207,12 +228,15 @@ impl Report {
                     row.push(
                         match c.and_then(|c| c.summary.map(|s| (s, c.pct_vs_baseline))) {
                             Some((s, pct)) => format!(
-                                "{} ({} pct)",
-                                fmt_val(match self.stat {
-                                    Stat::Median => s.median,
-                                    Stat::Mean => s.mean,
-                                }),
-                                pct.map_or("-".into(), |p| format!("{p:.2}"))
+                                "{} ({} pct){}",
+                                fmt_val(self.stat.pick(&s)),
+                                pct.map_or("-".into(), |p| format!("{p:.2}")),
+                                // Fewer samples than runs: the cell says so.
+                                if s.n < self.runs as usize {
+                                    format!(" [n={}]", s.n)
+                                } else {
+                                    String::new()
+                                }
                             ),
                             None => "-".to_string(),
                         },
@@ -221,6 +245,16 @@ impl Report {
                 rows.push(row);
             }
             out.push_str(&layout(&rows, markdown));
+        }
+        for d in &self.detached {
+            let _ = writeln!(
+                out,
+                "\n{} detached in round {}: {}{}",
+                d.variant,
+                d.round + 1,
+                d.message,
+                if markdown { "  " } else { "" }
+            );
         }
         out
     }
@@ -405,10 +439,23 @@ pub mod tests {
         ev.push(Event::Error {
             message: "tip: not attached".into(),
         });
+        // tip fell off in round 1 at 2 groups: two samples left there.
+        ev.retain(|e| !matches!(e, Event::Sample(s) if s.variant == "tip" && s.point == 2 && s.round == 1));
+        ev.push(Event::Detached {
+            round: 1,
+            variant: "tip".into(),
+            message: "runnable task stall".into(),
+        });
         let rep = Report::build(&fake_plan(), "native", Stat::Mean, &ev);
         assert_eq!(rep.error.as_deref(), Some("tip: not attached"));
         let c = &rep.experiments[0].results[1];
         assert!(c.summary.is_none() && c.pct_vs_baseline.is_none());
-        assert!(rep.tables(false, false).contains("-"));
+        let t = rep.tables(false, false);
+        assert!(t.contains("[n=2]"), "{t}");
+        assert!(
+            t.contains("tip detached in round 2: runnable task stall"),
+            "{t}"
+        );
+        assert_eq!(rep.detached.len(), 1);
     }
 }

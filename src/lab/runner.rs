@@ -27,6 +27,15 @@ pub enum Event {
         attach_s: f64,
     },
     Sample(Sample),
+    /// The variant's scheduler fell off (it exited, or the kernel unloaded
+    /// it) during a sample: that sample is dropped, the variant's round
+    /// ends, and the next rounds try it again. How often this happens is a
+    /// result too.
+    Detached {
+        round: u32,
+        variant: String,
+        message: String,
+    },
     /// The run stopped on this error; samples before it stand.
     Error {
         message: String,
@@ -143,7 +152,7 @@ fn run_rounds(plan: &Plan, sink: &mut dyn FnMut(Event)) -> Result<()> {
                 ops: sched.ops.clone(),
                 attach_s: sched.attach_s,
             });
-            for e in &plan.experiments {
+            'variant: for e in &plan.experiments {
                 for &point in &e.points {
                     let t0 = Instant::now();
                     let metrics = sample(
@@ -154,7 +163,19 @@ fn run_rounds(plan: &Plan, sink: &mut dyn FnMut(Event)) -> Result<()> {
                     )
                     .with_context(|| format!("{}: {} at {point}", v.label, e.workload))?;
                     // Still attached after the sample: the numbers are the variant's.
-                    sched.check()?;
+                    if let Err(err) = sched.check() {
+                        let message = format!("{err:#}");
+                        eprintln!(
+                            "nimble-lab:   DETACHED during {} at {point}: {message}",
+                            e.workload
+                        );
+                        sink(Event::Detached {
+                            round,
+                            variant: v.label.clone(),
+                            message,
+                        });
+                        break 'variant;
+                    }
                     let wall_s = t0.elapsed().as_secs_f64();
                     eprintln!(
                         "nimble-lab:   {} {}={point}: {} ({wall_s:.1} s)",

@@ -82,6 +82,11 @@ fn last_line(log: &Path) -> String {
 
 /// Starts `v` and waits until the kernel reports it attached.
 pub fn start(v: &Variant, timeout: Duration) -> Result<Running> {
+    // A scheduler the kernel just threw out may still be on its way out.
+    let t0 = Instant::now();
+    while scx_state().as_deref() == Some("disabling") && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let state = scx_state();
     if let Sched::Eevdf = v.sched {
         if state.as_deref().is_some_and(|s| s != "disabled") {
@@ -229,8 +234,14 @@ impl Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
+        // Error paths only: ask politely, then make sure it is gone.
         if let Some(mut c) = self.child.take() {
             unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+            let t0 = Instant::now();
+            while matches!(c.try_wait(), Ok(None)) && t0.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            c.kill().ok();
             c.wait().ok();
         }
     }
