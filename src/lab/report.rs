@@ -204,21 +204,16 @@ impl Report {
             } else {
                 "lower"
             };
-            let _ = writeln!(
-                out,
-                "\n{}{} (Measure: {}, {}; {} is better; pct vs {}, positive = better)",
-                if markdown { "**" } else { "" },
-                x.workload,
-                x.metric,
-                x.unit,
-                dir,
-                self.baseline
+            let title = format!(
+                "{} (Measure: {}, {}; {} is better; pct vs {}, positive = better)",
+                x.workload, x.metric, x.unit, dir, self.baseline
             );
-            if markdown {
-                out.push_str("**\n\n");
-            }
+            let _ = match markdown {
+                true => writeln!(out, "\n**{title}**\n"),
+                false => writeln!(out, "\n{title}"),
+            };
             let mut rows: Vec<Vec<String>> = vec![];
-            let mut head = vec![format!("{}", x.param)];
+            let mut head = vec![x.param.clone()];
             head.extend(labels.iter().map(|l| l.to_string()));
             rows.push(head);
             for &p in &x.points {
@@ -422,7 +417,8 @@ pub mod tests {
         assert!(t.contains("10.00 (0.00 pct)  6.00 (40.00 pct)"), "{t}");
         let md = rep.tables(true, false);
         assert!(
-            md.contains("| 2      | 10.00 (0.00 pct) | 6.00 (40.00 pct) |"),
+            md.contains("| 2      | 10.00 (0.00 pct) | 6.00 (40.00 pct) |")
+                && md.contains("\n**hackbench (Measure: time, s; lower is better; pct vs eevdf, positive = better)**\n\n|"),
             "{md}"
         );
         let j: serde_json::Value = serde_json::to_value(&rep).unwrap();
