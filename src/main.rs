@@ -8,6 +8,7 @@
 
 mod bpf_intf;
 mod bpf_skel;
+mod cli_line;
 mod counters;
 mod ctl;
 mod hist;
@@ -211,15 +212,7 @@ fn main() {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => e.exit(), // --help
         Err(e) => {
-            // Bad input: one line. clap's first line says what is wrong and
-            // indented lines after it list what is missing; skip the usage.
-            let msg = e.to_string();
-            let mut lines = msg.lines();
-            let mut first = lines.next().unwrap_or("invalid arguments").to_string();
-            for l in lines.take_while(|l| l.starts_with("  ")) {
-                first = format!("{first} {}", l.trim());
-            }
-            eprintln!("scx_nimble: {first} (see --help)");
+            eprintln!("scx_nimble: {} (see --help)", cli_line::clap_error_line(&e));
             std::process::exit(2);
         }
     };

@@ -2,6 +2,9 @@
 //! experiment natively (no sched_ext needed), and the README's minimal call in
 //! the VM (ignored by default, like every VM test).
 
+mod common;
+
+use common::primary as kernel;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -109,27 +112,6 @@ fn check_json(path: &Path, runs: usize, variants: &[&str]) -> Value {
         }
     }
     j
-}
-
-/// The VM tests' kernel suite, as tests/vm.rs chooses it.
-fn kernel() -> String {
-    std::env::var("NIMBLE_VM_KERNEL").unwrap_or_else(|_| "trixie-backports".into())
-}
-
-/// A line for `vm/nimble-vm test`'s table (as tests/vm.rs writes them).
-fn record(topo: &str, what: &str, ok: bool, secs: u64) {
-    use std::io::Write;
-    let Ok(path) = std::env::var("NIMBLE_VM_RESULTS") else {
-        return;
-    };
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-    {
-        let result = if ok { "passed" } else { "FAILED" };
-        let _ = writeln!(f, "{} {topo} {what} {result} {secs}", kernel());
-    }
 }
 
 #[test]
@@ -272,12 +254,13 @@ fn vm_minimal_call_hackbench() {
         ])
         .output()
         .unwrap();
-    record(
-        "n2l4",
-        "nimble-lab:hackbench",
-        out.status.success(),
-        t0.elapsed().as_secs(),
-    );
+    let result = if out.status.success() {
+        "passed"
+    } else {
+        "FAILED"
+    };
+    let secs = t0.elapsed().as_secs();
+    common::record(&kernel(), "n2l4", "nimble-lab:hackbench", result, secs, "");
     print!("{}", String::from_utf8_lossy(&out.stdout));
     eprint!("{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success());

@@ -3,20 +3,16 @@
 //! minute or more each, so they are ignored by default; the README's test
 //! command runs them with `--include-ignored`.
 
+mod common;
+
+use common::{primary, record};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::Instant;
 
 /// One VM at a time: they already use every host core.
 static VM: Mutex<()> = Mutex::new(());
-
-/// The kernel suite of the functional tests: trixie-backports (the newest
-/// sched_ext kernel) unless NIMBLE_VM_KERNEL names another.
-fn primary() -> String {
-    std::env::var("NIMBLE_VM_KERNEL").unwrap_or_else(|_| "trixie-backports".into())
-}
 
 /// Runs `script` in the VM and returns what it printed; panics if it failed.
 fn run_vm(topo: &str, script: &str) -> String {
@@ -57,27 +53,6 @@ fn run_vm_on(suite: &str, topo: &str, script: &str) -> String {
         return stdout;
     }
     unreachable!()
-}
-
-/// Appends the outcome, and each "CASE name seconds" line the script printed,
-/// to $NIMBLE_VM_RESULTS (`vm/nimble-vm test` prints that file at the end).
-fn record(suite: &str, topo: &str, script: &str, result: &str, secs: u64, stdout: &str) {
-    let Ok(path) = std::env::var("NIMBLE_VM_RESULTS") else {
-        return;
-    };
-    let Ok(mut f) = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-    else {
-        return;
-    };
-    let _ = writeln!(f, "{suite} {topo} {script} {result} {secs}");
-    for case in stdout.lines().filter_map(|l| l.strip_prefix("CASE ")) {
-        if let Some((name, secs)) = case.split_once(' ') {
-            let _ = writeln!(f, "{suite} {topo} {script}:{name} passed {secs}");
-        }
-    }
 }
 
 /// One VM boot running `script`: (success, stdout, stderr).

@@ -4,6 +4,9 @@
 //! VM where the guest runs the same plan) → tables, JSON, plots. Workloads run
 //! one sample each in a child process (`__workload`); `__guest` is the VM side.
 
+mod child;
+#[path = "../cli_line.rs"]
+mod cli_line;
 mod plan;
 mod plot;
 mod report;
@@ -138,16 +141,10 @@ fn parse_cli() -> Cli {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
-            // One line: clap's first, plus the indented ones that list what is missing.
-            let msg = e.to_string();
-            let mut lines = msg.lines();
-            let mut first = lines.next().unwrap_or("invalid arguments").to_string();
-            for l in lines.take_while(|l| l.starts_with("  ")) {
-                first = format!("{first} {}", l.trim());
-            }
+            let line = cli_line::clap_error_line(&e);
             eprintln!(
                 "nimble-lab: {} (see --help)",
-                first.trim_start_matches("error: ")
+                line.trim_start_matches("error: ")
             );
             std::process::exit(2);
         }

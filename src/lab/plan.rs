@@ -194,6 +194,25 @@ pub fn preset(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.name == name)
 }
 
+/// A plan for unit tests: these variants and experiments, 3 runs, tiny knobs.
+#[cfg(test)]
+pub fn test_plan(variants: &[&str], experiments: Vec<Experiment>) -> Plan {
+    Plan {
+        experiments,
+        variants: variants
+            .iter()
+            .map(|s| Variant::parse(s).unwrap())
+            .collect(),
+        baseline: "eevdf".into(),
+        runs: 3,
+        secs: 1.0,
+        loops: None,
+        mem_mb: 1,
+        attach_timeout_s: 1,
+        sample_timeout_s: 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,20 +259,7 @@ mod tests {
                 Variant::parse(v).unwrap();
             }
         }
-        let plan = Plan {
-            experiments: vec![],
-            variants: ["eevdf", "nimble", "scx_bpfland"]
-                .iter()
-                .map(|s| Variant::parse(s).unwrap())
-                .collect(),
-            baseline: "eevdf".into(),
-            runs: 3,
-            secs: 1.0,
-            loops: None,
-            mem_mb: 1,
-            attach_timeout_s: 1,
-            sample_timeout_s: 1,
-        };
+        let plan = test_plan(&["eevdf", "nimble", "scx_bpfland"], vec![]);
         let first: Vec<&str> = (0..3)
             .map(|r| plan.round_order(r)[0].label.as_str())
             .collect();

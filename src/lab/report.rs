@@ -350,27 +350,15 @@ fn layout(rows: &[Vec<String>], markdown: bool) -> String {
 #[cfg(test)]
 pub mod tests {
     use super::*;
-    use crate::plan::{Experiment, Variant};
+    use crate::plan::Experiment;
     use crate::runner::Event;
 
     pub fn fake_plan() -> Plan {
-        Plan {
-            experiments: vec![Experiment {
-                workload: "hackbench".into(),
-                points: vec![1, 2],
-            }],
-            variants: ["eevdf", "tip=nimble:--swq off"]
-                .iter()
-                .map(|s| Variant::parse(s).unwrap())
-                .collect(),
-            baseline: "eevdf".into(),
-            runs: 3,
-            secs: 1.0,
-            loops: None,
-            mem_mb: 1,
-            attach_timeout_s: 1,
-            sample_timeout_s: 1,
-        }
+        let hackbench = Experiment {
+            workload: "hackbench".into(),
+            points: vec![1, 2],
+        };
+        crate::plan::test_plan(&["eevdf", "tip=nimble:--swq off"], vec![hackbench])
     }
 
     /// hackbench times: eevdf 4,5,6 s and tip 3,3,4 s at both points.

@@ -3,11 +3,11 @@
 //! [`Event`], sent to a sink as it happens: collected in memory natively,
 //! printed as marked lines from the VM guest for the host to collect.
 
+use crate::child;
 use crate::plan::Plan;
 use crate::variant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -212,7 +212,7 @@ fn sample(
     timeout_s: u64,
 ) -> Result<Vec<(String, f64)>> {
     let exe = std::env::current_exe()?;
-    let mut child = Command::new(exe)
+    let child = Command::new(exe)
         .args(["__workload", workload, &point.to_string()])
         .args([
             "--secs",
@@ -225,39 +225,17 @@ fn sample(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    // Drain both pipes in threads so a chatty child cannot block on them.
-    let to = std::thread::spawn(move || {
-        let mut s = String::new();
-        out.read_to_string(&mut s).ok();
-        s
-    });
-    let te = std::thread::spawn(move || {
-        let mut s = String::new();
-        err.read_to_string(&mut s).ok();
-        s
-    });
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
-        }
-        if t0.elapsed() > Duration::from_secs(timeout_s) {
-            child.kill().ok();
-            child.wait().ok();
-            bail!("killed after {timeout_s} s (--sample-timeout)");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(done) = child::wait(child, Duration::from_secs(timeout_s), false)? else {
+        bail!("killed after {timeout_s} s (--sample-timeout)");
     };
-    let (out, err) = (to.join().unwrap_or_default(), te.join().unwrap_or_default());
-    if !status.success() {
-        let line = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        bail!("workload failed ({status}): {}", line.trim());
+    if !done.status.success() {
+        bail!(
+            "workload failed ({}): {}",
+            done.status,
+            done.last_err_line()
+        );
     }
+    let out = done.stdout;
     serde_json::from_str(out.trim())
         .with_context(|| format!("bad workload output '{}'", out.trim()))
 }

@@ -3,10 +3,9 @@
 
 use super::{lower, Opts, Spec, WORK_TIMEOUT_S};
 use anyhow::{anyhow, bail, Context, Result};
-use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub static SPEC: Spec = Spec {
     name: "hackbench",
@@ -42,47 +41,24 @@ pub fn run(groups: u32, opts: &Opts) -> Result<Vec<(String, f64)>> {
             Ok(())
         });
     }
-    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+    let child = cmd.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => {
             anyhow!("hackbench not found on PATH (Debian package rt-tests)")
         }
         _ => anyhow!("cannot start hackbench: {e}"),
     })?;
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    // Drained in threads so a full pipe never stalls hackbench.
-    let to = std::thread::spawn(move || {
-        let mut s = String::new();
-        out.read_to_string(&mut s).ok();
-        s
-    });
-    let te = std::thread::spawn(move || {
-        let mut s = String::new();
-        err.read_to_string(&mut s).ok();
-        s
-    });
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
-        }
-        if t0.elapsed() > Duration::from_secs(WORK_TIMEOUT_S) {
-            // SAFETY: plain syscall on hackbench's own process group.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            child.wait().ok();
-            bail!("hackbench did not finish within {WORK_TIMEOUT_S} s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let limit = Duration::from_secs(WORK_TIMEOUT_S);
+    let Some(done) = crate::child::wait(child, limit, true)? else {
+        bail!("hackbench did not finish within {WORK_TIMEOUT_S} s");
     };
-    let (out, err) = (to.join().unwrap_or_default(), te.join().unwrap_or_default());
-    if !status.success() {
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim();
-        bail!("hackbench failed ({status}): {last}");
+    if !done.status.success() {
+        bail!(
+            "hackbench failed ({}): {}",
+            done.status,
+            done.last_err_line()
+        );
     }
+    let out = done.stdout;
     let time = parse_time(&out)
         .with_context(|| format!("no 'Time:' line in hackbench output: {out:?}"))?;
     Ok(vec![("time".into(), time)])
