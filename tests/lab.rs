@@ -252,6 +252,7 @@ fn vm_minimal_call_hackbench() {
             "--json",
             json.to_str().unwrap(),
         ])
+        .args(["--kernel", &kernel()])
         .output()
         .unwrap();
     let result = if out.status.success() {
