@@ -1,136 +1,334 @@
 //! Tests that boot the scheduler in a sched_ext kernel under qemu (see
-//! vm/nimble-vm) and run a guest script from tests/guest/ there. They take a
-//! minute or more each, so they are ignored by default; the README's test
-//! command runs them with `--include-ignored`.
+//! vm/nimble-vm) and run guest scripts from tests/guest/ there. They take
+//! minutes, so they are ignored by default; the README's test command runs
+//! them with `--include-ignored`.
+//!
+//! Each (kernel, topology) pair boots once and runs all of its scripts in
+//! that boot (tests/guest/suite.sh resets the guest between them); every
+//! script is still its own test here, named `<kernel>::<topology>_<case>`,
+//! with its own result and seconds in the results table. The first test of
+//! a pair boots it; the others read what their script printed.
+//!
+//! Tiers: `vm/nimble-vm test` (CI) runs every case on trixie-backports and
+//! the cases where the kernel version matters (load/attach, hotplug,
+//! signals) on sid too; `vm/nimble-vm test --full` adds every other case on
+//! sid (`full::sid::*`) and the long durations (NIMBLE_VM_TIER=full, passed
+//! to the guest scripts as NIMBLE_TIER).
 
+#[allow(dead_code)] // primary() is the lab's
 mod common;
 
-use common::{primary, record};
-use std::collections::BTreeMap;
+use common::record;
+use std::collections::{BTreeMap, HashMap};
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// One VM at a time: they already use every host core.
-static VM: Mutex<()> = Mutex::new(());
+const BACKPORTS: &str = "trixie-backports";
+const SID: &str = "sid";
+/// A script's limit inside the guest (suite.sh kills it then).
+const SCRIPT_LIMIT_S: u64 = 600;
 
-/// Runs `script` in the VM and returns what it printed; panics if it failed.
-fn run_vm(topo: &str, script: &str) -> String {
-    run_vm_on(&primary(), topo, script)
+/// `ci` or `full` (vm/nimble-vm test --full).
+fn tier() -> String {
+    std::env::var("NIMBLE_VM_TIER").unwrap_or_else(|_| "ci".into())
 }
 
-/// Runs `script` in a `topo` VM booting the kernel of `suite`. A guest that
-/// never reached the script (a boot hang under TCG, seen once in ~100 boots)
-/// is booted once more: that is not the test's outcome. So is one whose
-/// kernel hit a stray int3 (TCG running stale code while the kernel patches
-/// its text for a static key, seen once in ~150 runs, as sched_ext enabled).
-/// The script's own failure is never retried.
-fn run_vm_on(suite: &str, topo: &str, script: &str) -> String {
-    let _one = VM.lock().unwrap_or_else(|e| e.into_inner());
-    for attempt in 1..=2 {
-        let t0 = Instant::now();
-        let (ok, stdout, stderr) = boot(suite, topo, script);
-        // Captured by the test harness: shown when the test fails (or --nocapture).
-        print!("{stdout}");
-        eprint!("{stderr}");
-        let no_boot = stderr.contains("did not reach the command")
-            || stderr.contains("before running the command");
-        let both = format!("{stdout}{stderr}");
-        let tcg_int3 = both.contains("Oops: int3") && both.contains("Kernel panic");
-        if (no_boot || tcg_int3) && attempt == 1 {
-            let why = if no_boot {
-                "did not boot to"
-            } else {
-                "hit a TCG int3 oops in"
-            };
-            eprintln!("vm.rs: the {topo} guest {why} {script}; booting it again");
-            record(suite, topo, script, "retried", t0.elapsed().as_secs(), "");
-            continue;
-        }
-        let result = if ok { "passed" } else { "FAILED" };
-        record(suite, topo, script, result, t0.elapsed().as_secs(), &stdout);
-        assert!(ok, "{script} in VM topology {topo} ({suite}) failed");
-        return stdout;
+/// Where a case runs on sid: in every tier (the kernel version matters to
+/// it) or in the full tier only. Every case runs on trixie-backports.
+#[derive(Clone, Copy, PartialEq)]
+enum OnSid {
+    Ci,
+    Full,
+}
+
+struct Case {
+    topo: &'static str,
+    script: &'static str,
+    sid: OnSid,
+}
+
+/// What one script did in its boot.
+#[derive(Clone)]
+struct Outcome {
+    rc: i32,
+    secs: u64,
+    out: String,
+}
+
+/// What each script of one boot group did, by script name.
+type Outcomes = BTreeMap<String, Outcome>;
+
+/// One VM at a time (they already use every host core); each (suite, topo)
+/// pair's outcomes once booted.
+static BOOTS: Mutex<Option<HashMap<(String, String), Outcomes>>> = Mutex::new(None);
+
+/// The scripts of (suite, topo) in this tier, in table order.
+fn group(suite: &str, topo: &str) -> Vec<&'static str> {
+    let full = tier() == "full";
+    CASES
+        .iter()
+        .filter(|c| c.topo == topo && (suite == BACKPORTS || c.sid == OnSid::Ci || full))
+        .map(|c| c.script)
+        .collect()
+}
+
+/// Runs `script` (booting its (suite, topo) group if no test did yet) and
+/// returns what it printed; panics if it failed.
+fn run_case(suite: &str, topo: &str, script: &str) -> String {
+    let mut boots = BOOTS.lock().unwrap_or_else(|e| e.into_inner());
+    let boots = boots.get_or_insert_with(HashMap::new);
+    let key = (suite.to_string(), topo.to_string());
+    if !boots.contains_key(&key) {
+        let scripts = group(suite, topo);
+        assert!(
+            scripts.contains(&script),
+            "{script} on {topo} ({suite}) is not in the {} tier: run `vm/nimble-vm test --full`",
+            tier()
+        );
+        boots.insert(key.clone(), boot_group(suite, topo, &scripts));
     }
-    unreachable!()
+    let o = &boots[&key][script];
+    print!("{}", o.out);
+    assert!(
+        o.rc == 0,
+        "{script} in VM topology {topo} ({suite}) failed (status {})",
+        o.rc
+    );
+    o.out.clone()
 }
 
-/// One VM boot running `script`: (success, stdout, stderr).
-fn boot(suite: &str, topo: &str, script: &str) -> (bool, String, String) {
+/// Boots (suite, topo) until every script has an outcome. A boot that never
+/// reached the scripts (a boot hang under TCG, seen once in ~100 boots), or
+/// whose kernel hit a stray int3 (TCG running stale code while the kernel
+/// patches its text for a static key, seen once in ~150 runs, as sched_ext
+/// enabled), is booted once more from the script it stopped in: that is not
+/// the test's outcome. A script's own failure is never retried; a script
+/// that took the guest down fails, and the scripts after it run in a new
+/// boot.
+fn boot_group(suite: &str, topo: &str, scripts: &[&str]) -> Outcomes {
+    let mut done = Outcomes::new();
+    let mut retried = false;
+    while done.len() < scripts.len() {
+        let pending: Vec<&str> = scripts
+            .iter()
+            .copied()
+            .filter(|s| !done.contains_key(*s))
+            .collect();
+        let t0 = Instant::now();
+        let (stdout, stderr) = boot(suite, topo, &pending);
+        let wall = t0.elapsed().as_secs();
+        let mut ran = split_console(&stdout);
+        let in_scripts: u64 = ran.values().map(|o| o.secs).sum();
+        record(
+            suite,
+            topo,
+            "(boot)",
+            "-",
+            wall.saturating_sub(in_scripts),
+            "",
+        );
+        // The script the guest stopped in, if it did not finish them all.
+        let stopped = pending.iter().find(|s| !ran.contains_key(**s)).copied();
+        if let Some(s) = stopped {
+            let started = stdout.contains(&format!("@@CASE_BEGIN {s}@@"));
+            let no_boot = stderr.contains("did not reach the command")
+                || stderr.contains("before running the command");
+            let both = format!("{stdout}{stderr}");
+            let tcg_int3 = both.contains("Oops: int3") && both.contains("Kernel panic");
+            if (no_boot || tcg_int3) && !retried {
+                retried = true;
+                let why = if no_boot {
+                    "did not boot to"
+                } else {
+                    "hit a TCG int3 oops in"
+                };
+                eprintln!("vm.rs: the {topo} guest ({suite}) {why} {s}; booting it again");
+                print!("{stdout}");
+                eprint!("{stderr}");
+                record(suite, topo, s, "retried", 0, "");
+            } else {
+                // A script that took the guest down fails alone (the rest get
+                // a new boot); a guest that never ran one fails them all.
+                let (why, failed) = if started {
+                    ("the guest died or timed out in this script", vec![s])
+                } else {
+                    ("the guest never started the scripts", pending.clone())
+                };
+                for f in failed {
+                    let out = format!(
+                        "{}\n--- {why}; console:\n{stdout}\n--- host:\n{stderr}",
+                        console_after(&stdout, f)
+                    );
+                    ran.insert(
+                        f.to_string(),
+                        Outcome {
+                            rc: -1,
+                            secs: 0,
+                            out,
+                        },
+                    );
+                }
+            }
+        }
+        for s in &pending {
+            if let Some(o) = ran.remove(*s) {
+                let result = if o.rc == 0 { "passed" } else { "FAILED" };
+                record(suite, topo, s, result, o.secs, &o.out);
+                done.insert(s.to_string(), o);
+            }
+        }
+    }
+    done
+}
+
+/// The console after `script` began (what it printed before the guest died).
+fn console_after(stdout: &str, script: &str) -> String {
+    let mark = format!("@@CASE_BEGIN {script}@@");
+    stdout
+        .split_once(&mark)
+        .map(|(_, rest)| rest.to_string())
+        .unwrap_or_default()
+}
+
+/// Each finished script's outcome, from suite.sh's marker lines.
+fn split_console(stdout: &str) -> Outcomes {
+    let mut ran = BTreeMap::new();
+    let mut cur: Option<(String, String)> = None;
+    for line in stdout.lines() {
+        if let Some(s) = line
+            .strip_prefix("@@CASE_BEGIN ")
+            .and_then(|l| l.strip_suffix("@@"))
+        {
+            cur = Some((s.to_string(), String::new()));
+        } else if let Some(end) = line
+            .strip_prefix("@@CASE_END ")
+            .and_then(|l| l.strip_suffix("@@"))
+        {
+            let w: Vec<&str> = end.split_whitespace().collect();
+            if let (Some((name, out)), [s, rc, secs]) = (cur.take(), w.as_slice()) {
+                if name == *s {
+                    ran.insert(
+                        name,
+                        Outcome {
+                            rc: rc.parse().unwrap_or(-1),
+                            secs: secs.parse().unwrap_or(0),
+                            out,
+                        },
+                    );
+                }
+            }
+        } else if let Some((_, out)) = cur.as_mut() {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    ran
+}
+
+/// One VM boot running `scripts` with suite.sh: (stdout, stderr).
+fn boot(suite: &str, topo: &str, scripts: &[&str]) -> (String, String) {
     let root = env!("CARGO_MANIFEST_DIR");
     let bin = env!("CARGO_BIN_EXE_scx_nimble");
+    let limit = 120 + SCRIPT_LIMIT_S * scripts.len() as u64;
+    let cmd = format!(
+        "NIMBLE_TIER={} sh /tests/suite.sh -t {SCRIPT_LIMIT_S} {}",
+        tier(),
+        scripts.join(" ")
+    );
     let out = Command::new(format!("{root}/vm/nimble-vm"))
         .current_dir(root)
-        .args(["run", "--kernel", suite, "--topo", topo, "--timeout", "600"])
+        .args(["run", "--kernel", suite, "--topo", topo])
+        .args(["--timeout", &limit.to_string()])
         .arg("--add")
         .arg(format!("{bin}:/bin/scx_nimble"))
-        .args(["--", &format!("/tests/{script}")])
+        .args(["--", &cmd])
         .output()
         .expect("running vm/nimble-vm (did `vm/nimble-vm setup` run?)");
     (
-        out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
 
-/// `name: topo, script;` entries, each a test booting the kernel `$suite`.
-macro_rules! vm_tests {
-    ($suite:expr; $($name:ident: $topo:literal, $script:literal;)*) => {$(
-        #[test]
-        #[ignore = "boots a VM; run with --include-ignored"]
-        fn $name() {
-            run_vm_on(&$suite, $topo, $script);
-        }
-    )*};
-}
+/// The script's own assertions are the test (most cases).
+fn script_only(_topo: &str, _out: &str) {}
 
-// Functional tests: the policies behave as specified (primary kernel).
-vm_tests! {
-    primary();
-    n2l4_node_running_counts: "n2l4", "nodes.sh";
-    n4_node_running_counts: "n4", "nodes.sh";
-    n2l4_pinned_task_runs: "n2l4", "pinned.sh";
-    flat_nice19_not_starved: "flat", "nice.sh";
-    n2l4_numa_pair_stays_local_by_rule: "n2l4", "numa_locality.sh";
-    n2l4_numa_spread: "n2l4", "numa_spread.sh";
-    n4_numa_spread_nearest_first: "n4", "numa_spread.sh";
-    n4_numa_mixed_load_each_rule: "n4", "numa_mixed.sh";
-    l2_swq_modes_hackbench_and_live_switch: "l2", "swq_modes.sh";
-    l2_swq_pinned_and_remote_llc_tasks_run: "l2", "swq_pinned.sh";
-    l2_swq_affinity_pulls_only_allowed: "l2", "swq_affinity.sh";
-}
-
-/// The reliability suite (issue 7): load, faults and hostile input, on both
-/// kernel versions, as `reliability::<suite>::<case>`.
-macro_rules! reliability {
-    ($($name:ident: $topo:literal, $script:literal;)*) => {
-        mod reliability {
+/// `name: topo, script, on_sid, host_check;` entries: every case on
+/// trixie-backports (`backports::name`), on sid in CI (`sid::name`) or only
+/// in the full tier (`full::sid::name`). The host check reads the script's
+/// output (topology and thresholds compared with the kernel's, JSON sums).
+macro_rules! vm_cases {
+    ($($name:ident: $topo:literal, $script:literal, $sid:ident, $check:ident;)*) => {
+        const CASES: &[Case] = &[$(Case { topo: $topo, script: $script, sid: OnSid::$sid },)*];
+        /// trixie-backports: the newest sched_ext kernel Debian ships (7.3.x).
+        mod backports {
             use super::*;
-            /// trixie-backports: the newest sched_ext kernel Debian ships (7.3.x).
-            mod backports {
-                use super::*;
-                vm_tests! { "trixie-backports"; $($name: $topo, $script;)* }
-            }
-            /// sid: the other minor version (7.2.x).
+            $(vm_test!($name, BACKPORTS, $topo, $script, $check);)*
+        }
+        /// sid (7.2.x): the cases where the kernel version matters.
+        mod sid {
+            use super::*;
+            $(sid_test!($sid, Ci, $name, $topo, $script, $check);)*
+        }
+        /// `vm/nimble-vm test --full`: every other case on sid.
+        mod full {
             mod sid {
-                use super::*;
-                vm_tests! { "sid"; $($name: $topo, $script;)* }
+                use super::super::*;
+                $(sid_test!($sid, Full, $name, $topo, $script, $check);)*
             }
         }
     };
 }
 
-reliability! {
-    flat_attach_load: "flat", "attach_load.sh";
-    n2l4_attach_load: "n2l4", "attach_load.sh";
-    n4_attach_load: "n4", "attach_load.sh";
-    smt_attach_load: "smt", "attach_load.sh";
-    l2_attach_load: "l2", "attach_load.sh";
-    n2l4_hotplug_two_cpus: "n2l4", "hotplug.sh";
-    n2l4_signals_int_term_kill: "n2l4", "signals.sh";
-    n2l4_torture_forks_wakeups_nice_cgroups: "n2l4", "torture.sh";
-    flat_hostile_input: "flat", "errors.sh";
+macro_rules! vm_test {
+    ($name:ident, $suite:expr, $topo:literal, $script:literal, $check:ident) => {
+        #[test]
+        #[ignore = "boots a VM; run with --include-ignored"]
+        fn $name() {
+            $check($topo, &run_case($suite, $topo, $script));
+        }
+    };
+}
+
+/// A sid test where the case's tier is the module's.
+macro_rules! sid_test {
+    (Ci, Ci, $name:ident, $($t:tt)*) => { vm_test!($name, SID, $($t)*); };
+    (Full, Full, $name:ident, $($t:tt)*) => { vm_test!($name, SID, $($t)*); };
+    ($a:ident, $b:ident, $($t:tt)*) => {};
+}
+
+// Each topology's scripts run in this order in its boot. The reliability
+// suite (issue 7: load, faults, hostile input) and the functional tests.
+vm_cases! {
+    flat_attach_load: "flat", "attach_load.sh", Ci, script_only;
+    flat_hostile_input: "flat", "errors.sh", Full, script_only;
+    flat_nice19_not_starved: "flat", "nice.sh", Full, script_only;
+    flat_topology_matches_kernel: "flat", "topology.sh", Full, topology_matches_kernel;
+    n2l4_attach_load: "n2l4", "attach_load.sh", Ci, script_only;
+    n2l4_hotplug_two_cpus: "n2l4", "hotplug.sh", Ci, script_only;
+    n2l4_signals_int_term_kill: "n2l4", "signals.sh", Ci, script_only;
+    n2l4_torture_forks_wakeups_nice_cgroups: "n2l4", "torture.sh", Full, script_only;
+    n2l4_node_running_counts: "n2l4", "nodes.sh", Full, script_only;
+    n2l4_pinned_task_runs: "n2l4", "pinned.sh", Full, script_only;
+    n2l4_numa_pair_stays_local_by_rule: "n2l4", "numa_locality.sh", Full, script_only;
+    n2l4_numa_spread: "n2l4", "numa_spread.sh", Full, script_only;
+    n2l4_stats_monitor_json_and_tui: "n2l4", "stats.sh", Full, stats_json_sums;
+    n2l4_topology_matches_kernel: "n2l4", "topology.sh", Full, topology_matches_kernel;
+    n2l4_thresholds_in_map: "n2l4", "thresholds.sh", Full, thresholds_in_map;
+    n4_attach_load: "n4", "attach_load.sh", Ci, script_only;
+    n4_node_running_counts: "n4", "nodes.sh", Full, script_only;
+    n4_numa_spread_nearest_first: "n4", "numa_spread.sh", Full, script_only;
+    n4_numa_mixed_load_each_rule: "n4", "numa_mixed.sh", Full, script_only;
+    n4_topology_matches_kernel: "n4", "topology.sh", Full, topology_matches_kernel;
+    n4_thresholds_in_map: "n4", "thresholds.sh", Full, thresholds_in_map;
+    smt_attach_load: "smt", "attach_load.sh", Ci, script_only;
+    smt_topology_matches_kernel: "smt", "topology.sh", Full, topology_matches_kernel;
+    l2_attach_load: "l2", "attach_load.sh", Ci, script_only;
+    l2_swq_modes_hackbench_and_live_switch: "l2", "swq_modes.sh", Full, script_only;
+    l2_swq_pinned_and_remote_llc_tasks_run: "l2", "swq_pinned.sh", Full, script_only;
+    l2_swq_affinity_pulls_only_allowed: "l2", "swq_affinity.sh", Full, script_only;
+    l2_topology_matches_kernel: "l2", "topology.sh", Full, topology_matches_kernel;
 }
 
 /// A /proc/schedstat cpumask ("00000000,000000ff") as a sorted CPU list.
@@ -165,8 +363,7 @@ type KernelDomain = (String, Vec<u64>, Vec<String>);
 
 /// Issue 3: `topology --json` names, spans and flags equal the guest kernel's
 /// (names and masks from /proc/schedstat, flags from debugfs) for every CPU.
-fn topology_matches_kernel(topo: &str) {
-    let out = run_vm(topo, "topology.sh");
+fn topology_matches_kernel(topo: &str, out: &str) {
     // (cpu, domain index) -> level, from the kernel.
     let mut kernel: BTreeMap<(String, String), KernelDomain> = BTreeMap::new();
     for l in out.lines() {
@@ -221,18 +418,9 @@ fn topology_matches_kernel(topo: &str) {
     );
 }
 
-#[test]
-#[ignore = "boots a VM; run with --include-ignored"]
-fn topology_matches_kernel_on_every_topology() {
-    for topo in ["flat", "n2l4", "n4", "smt", "l2"] {
-        topology_matches_kernel(topo);
-    }
-}
-
 /// Issue 3, acceptance 4: the numa_levels map holds, for every node, the
 /// imb_numa_nr of each NUMA level `topology` prints (or the override).
-fn thresholds_in_map(topo: &str) {
-    let out = run_vm(topo, "thresholds.sh");
+fn thresholds_in_map(topo: &str, out: &str) {
     let mut configs = 0;
     let mut map: Vec<serde_json::Value> = vec![];
     let mut ovr: Option<(usize, u64)> = None;
@@ -288,21 +476,11 @@ fn thresholds_in_map(topo: &str) {
     assert_eq!(configs, 2, "{topo}: expected two configurations");
 }
 
-#[test]
-#[ignore = "boots a VM; run with --include-ignored"]
-fn thresholds_in_map_match_topology() {
-    for topo in ["n2l4", "n4"] {
-        thresholds_in_map(topo);
-    }
-}
-
 /// Issue 6: under load, the JSON form of `--monitor` parses, and every
 /// counter's per-node and per-LLC values add up to its total (one snapshot
 /// is read at one moment, so the sums must be exact).
-#[test]
-#[ignore = "boots a VM; run with --include-ignored"]
-fn n2l4_stats_monitor_json_and_tui() {
-    let out = run_vm("n2l4", "stats.sh");
+fn stats_json_sums(topo: &str, out: &str) {
+    assert_eq!(topo, "n2l4", "the sums below know n2l4's shape");
     let snaps: Vec<serde_json::Value> = out
         .lines()
         .filter_map(|l| l.strip_prefix("J "))

@@ -6,6 +6,13 @@ SCHED_OUT=/tmp/sched.out
 SCHED_ERR=/tmp/sched.err
 SCHED_PID=
 
+# NIMBLE_TIER, from tests/vm.rs: "ci" (the README's test command) or
+# "full" (vm/nimble-vm test --full, for releases).
+TIER=${NIMBLE_TIER:-ci}
+# by_tier FULL CI: a duration (or count) for this tier. The CI value is the
+# shortest that still shows the behaviour; the full one soaks.
+by_tier() { if [ "$TIER" = full ]; then echo "$1"; else echo "$2"; fi; }
+
 log() { echo "[$(cut -d' ' -f1 /proc/uptime)s] $*"; }
 
 fail() {

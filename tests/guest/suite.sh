@@ -1,0 +1,63 @@
+#!/bin/sh
+# Runs several guest scripts in one boot (tests/vm.rs boots each topology and
+# kernel once): each between "@@CASE_BEGIN name@@" and "@@CASE_END name rc
+# seconds@@" lines that the host splits the console on, each under its own
+# time limit, and the guest put back as a fresh boot leaves it before the
+# next one: no scheduler loaded, no process of the last script left, every
+# CPU online, no test cgroup, an empty /tmp and kernel log. A script that
+# fails does not stop the others.
+#   usage: suite.sh [-t SECS] SCRIPT...   (SECS: limit per script, default 600)
+limit=600
+if [ "$1" = -t ]; then limit=$2; shift 2; fi
+
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+
+# ancestors: this shell and every process above it (init included).
+ancestors() {
+	p=$$
+	while [ -n "$p" ] && [ "$p" -gt 0 ]; do
+		echo "$p"
+		[ "$p" = 1 ] && break
+		p=$(sed 's/^.*) //' "/proc/$p/stat" | cut -d' ' -f2)
+	done
+}
+
+reset_guest() {
+	# A scheduler left running gets the clean stop first (SIGINT), so the
+	# next script starts from `disabled`, as after a boot.
+	for p in $(pidof scx_nimble); do kill -INT "$p" 2>/dev/null; done
+	i=0
+	while pidof scx_nimble >/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	keep=" $(ancestors | tr '\n' ' ') "
+	for d in /proc/[0-9]*; do
+		pid=${d#/proc/}
+		case $keep in *" $pid "*) continue ;; esac
+		# Kernel threads have an empty command line.
+		[ -s "$d/cmdline" ] && kill -KILL "$pid" 2>/dev/null
+	done
+	i=0
+	until [ "$(cat /sys/kernel/sched_ext/state 2>/dev/null)" = disabled ] || [ $i -ge 100 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	[ $i -lt 100 ] || echo "suite.sh: WARNING: sched_ext still $(cat /sys/kernel/sched_ext/state) after reset"
+	for c in /sys/devices/system/cpu/cpu[0-9]*/online; do
+		[ "$(cat "$c")" = 1 ] || echo 1 >"$c"
+	done
+	for g in /sys/fs/cgroup/*/; do
+		[ -e "${g}cgroup.procs" ] || continue
+		for p in $(cat "${g}cgroup.procs"); do echo "$p" >/sys/fs/cgroup/cgroup.procs 2>/dev/null; done
+		rmdir "$g" 2>/dev/null
+	done
+	rm -rf /tmp/* /var/run/scx
+	dmesg -c >/dev/null
+}
+
+for s in "$@"; do
+	echo "@@CASE_BEGIN $s@@"
+	t0=$(uptime_s)
+	timeout -s KILL "$limit" sh "/tests/$s"
+	rc=$?
+	[ $rc = 137 ] && echo "suite.sh: $s killed after its ${limit} s limit"
+	echo "@@CASE_END $s $rc $(awk -v a="$t0" '{ printf "%d", $1 - a + 0.5 }' /proc/uptime)@@"
+	reset_guest
+done
