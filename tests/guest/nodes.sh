@@ -19,13 +19,16 @@ for i in $(seq 1 $NLOOPS); do
 	taskset -c "$CPUS" sh -c 'while :; do :; done' &
 	pids="$pids $!"
 done
-sleep 3
+# Polled: the counts follow within a stats line or two.
+loaded() { [ "$(node_count $LAST)" -ge "$NLOOPS" ]; }
+wait_until 100 "node $LAST never counted $NLOOPS runnable in 10 s ($(node_count $LAST))" loaded
 busy=$(node_count $LAST); home=$(node_count 0)
 log "with $NLOOPS loops on node $LAST ($CPUS): node_running node$LAST=$busy node0=$home"
 [ "$busy" -ge "$NLOOPS" ] || fail "node $LAST counts $busy runnable, expected >= $NLOOPS"
 [ "$home" -lt "$NLOOPS" ] || fail "node 0 counts $home runnable with the load on node $LAST"
 kill $pids
-sleep 2
+drained() { [ "$(node_count $LAST)" -lt "$NLOOPS" ]; }
+wait_until 100 "node $LAST still counts $(node_count $LAST) runnable 10 s after the kill" drained
 after=$(node_count $LAST)
 log "after killing them: node$LAST=$after"
 [ "$after" -lt "$NLOOPS" ] || fail "node $LAST still counts $after runnable"

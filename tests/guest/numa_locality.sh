@@ -15,24 +15,23 @@ LAST=$(($(nr_cpus) - 1))
 # The sampling shell and the scheduler run on the last CPU (node 1): the
 # pair's node stays quiet.
 keep_off $LAST
+SAMPLES=$(by_tier 30 20)
 start_sched --stats 1
 SCHED_PID_0=$SCHED_PID
 
 # pair_local_pct: start a pair from node 0, sample where both processes are
-# 30 times; PCT = the percentage of samples with both on node 0.
+# SAMPLES times (30 in the full tier, 20 in CI); PCT = the percentage of
+# samples with both on node 0.
 pair_local_pct() {
 	spawn_from "$N0" perf bench sched pipe -l 1000000000
 	sleep 1
 	child=$(children "$SPAWNED")
 	[ -n "$child" ] || fail "perf bench sched pipe did not fork its partner"
-	local_n=0
-	seen=
-	for i in $(seq 1 30); do
-		h=$(node_histogram "$SPAWNED" $child)
-		case "$h" in "2 "*) local_n=$((local_n + 1)) ;; esac
-		seen="$seen$(echo $h | tr ' ' '/') "
-		sleep 0.1
-	done
+	# One awk process takes every sample (a fork per sample costs more
+	# than the 0.1 s between them): "uptime c0/c1", tasks per node.
+	sample_nodes "$SAMPLES" 0.1 "$SPAWNED" $child >/tmp/pair
+	local_n=$(awk '$2 ~ /^2\// { n++ } END { print n + 0 }' /tmp/pair)
+	seen=$(awk '{ printf "%s ", $2 }' /tmp/pair)
 	c=$(grep '^stats:' "$SCHED_OUT" | tail -n 1 | tr ' ' '\n' |
 		grep -E '^(fork_local|fork_remote|numa_push|numa_pull|numa_refused|home_return)=' | tr '\n' ' ')
 	log "  counters so far: $c"
@@ -40,7 +39,7 @@ pair_local_pct() {
 	log "  samples (tasks on node 0/1/...): $(echo $seen | tr ' ' '\n' | uniq -c | awk '{ printf "%sx%s ", $1, $2 }')"
 	kill "$SPAWNED" $child 2>/dev/null
 	wait "$SPAWNED" 2>/dev/null
-	PCT=$((100 * local_n / 30))
+	PCT=$((100 * local_n / SAMPLES))
 }
 
 

@@ -12,7 +12,7 @@ N=$(nr_cpus)
 load() {
 	stress-ng --cpu "$N" --fork 2 --timeout 60s >/dev/null 2>&1 &
 	LOAD=$!
-	sleep 4
+	sleep "$(by_tier 4 2)"
 }
 unload() { kill $LOAD 2>/dev/null; wait $LOAD; }
 

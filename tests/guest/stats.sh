@@ -79,7 +79,8 @@ log "TUI drew nodes, LLCs, thresholds and sparklines, quit on q"
 # ... and leaves by itself when the scheduler goes away.
 ( timeout 60 script -q -e -c "stty rows 30 cols 100; TERM=xterm scx_nimble tui" \
 	/tmp/tui2.log </dev/null >/dev/null 2>&1; echo $? >/tmp/tui2.rc ) &
-sleep 6
+# Stop the scheduler once this TUI has drawn (it then has a connection).
+wait_until 300 "the second TUI never drew" grep -q quit /tmp/tui2.log
 kill $LOAD $BENCH 2>/dev/null
 stop_sched
 wait_until 150 "the TUI did not exit within 15 s of the scheduler leaving" test -s /tmp/tui2.rc
