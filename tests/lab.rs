@@ -127,6 +127,11 @@ fn help_documents_everything() {
         "shell8",
         "numa01",
         "numa02",
+        "dbench-tbench",
+        "perf-messaging",
+        "perf-pipe",
+        "not dbench's tbench",
+        "not Chris Mason's schbench",
         "seed000",
         "seed002",
         "eevdf",
@@ -221,6 +226,78 @@ fn eevdf_only_experiment_natively() {
                 "{}",
                 f.display()
             );
+        }
+    }
+}
+
+fn on_path(bin: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
+}
+
+/// The real benchmarks (dbench's tbench, perf bench sched) under EEVDF: a few
+/// seconds (tbench runs 2 s a sample). `vm/nimble-vm setup` installs both
+/// packages: without them this fails, it does not skip.
+#[test]
+fn real_benchmarks_natively() {
+    for bin in ["tbench", "tbench_srv", "perf"] {
+        assert!(
+            on_path(bin),
+            "{bin} not on PATH: run vm/nimble-vm setup (packages dbench, linux-perf)"
+        );
+    }
+    let d = tmpdir("real");
+    let json = d.join("r.json");
+    let out = lab(&[
+        "dbench-tbench",
+        "perf-messaging",
+        "perf-pipe",
+        "--variants",
+        "eevdf",
+        "--runs",
+        "2",
+        "--points",
+        "1",
+        "--secs",
+        "1",
+        "--loops",
+        "100",
+        "--no-plots",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = check_json(&json, 2, &["eevdf"]);
+    let got: Vec<(&str, &str)> = j["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["workload"].as_str().unwrap(),
+                x["metric"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let want = [
+        ("dbench-tbench", "throughput"),
+        ("dbench-tbench", "max_latency"),
+        ("perf-messaging", "time"),
+        ("perf-pipe", "usecs_per_op"),
+        ("perf-pipe", "ops_per_s"),
+    ];
+    assert_eq!(got, want, "{stdout}");
+    for x in j["experiments"].as_array().unwrap() {
+        for c in x["results"].as_array().unwrap() {
+            // max_latency may be 0.0 ms at the report's resolution.
+            if x["metric"] != "max_latency" {
+                assert!(c["min"].as_f64().unwrap() > 0.0, "{x}");
+            }
         }
     }
 }

@@ -23,15 +23,23 @@ use std::path::{Path, PathBuf};
 
 const AFTER_HELP: &str = "\
 EXPERIMENTS (workloads, and presets that expand to workloads and variants):
-  hackbench  groups of senders/receivers (Debian's hackbench, rt-tests): time, s
-  schbench   message threads waking workers: wakeup latency p99 (and p50, p99.9), us
-  tbench     loopback TCP request/response per client count: records/s
-  stream     STREAM copy/scale/add/triad per thread count: MB/s
-  shell8     fork+exec from N shells at once: execs/s, child on the parent's node/LLC %
-  numa01     2 processes, threads sharing each one's buffer: time, s; local %
-  numa02     threads with private buffers: time, s; local %
-  seed000    stream + tbench; eevdf, tip, v3, v4, v4.1, v4.2 (scx_nimble --numa-rule/--imb-formula)
-  seed002    hackbench + schbench + tbench; eevdf, tip, david, ego-1, ego-2 (scx_nimble --swq modes)
+  hackbench       groups of senders/receivers (Debian's hackbench, rt-tests): time, s
+  schbench        the lab's own futex wakeup test, not Chris Mason's schbench: message
+                  threads waking workers: wakeup latency p99 (and p50, p99.9), us
+  tbench          the lab's own TCP ping-pong, not dbench's tbench (see dbench-tbench):
+                  loopback request/response per client count: records/s
+  stream          STREAM copy/scale/add/triad per thread count: MB/s
+  shell8          fork+exec from N shells at once: execs/s, child on the parent's node/LLC %
+  numa01          2 processes, threads sharing each one's buffer: time, s; local %
+  numa02          threads with private buffers: time, s; local %
+  dbench-tbench   the real tbench and tbench_srv (Debian's dbench) on loopback for --secs,
+                  per client count: throughput, MB/sec (and max latency, ms)
+  perf-messaging  the real perf bench sched messaging (linux-perf) -g GROUPS: time, s
+  perf-pipe       the real perf bench sched pipe, PAIRS at once: usecs/op (and ops/s)
+  seed000         stream + tbench; eevdf, tip, v3, v4, v4.1, v4.2 (scx_nimble --numa-rule,
+                  --imb-formula)
+  seed002         hackbench + schbench + tbench; eevdf, tip, david, ego-1, ego-2 (scx_nimble
+                  --swq modes)
   Presets also add every peer found on PATH (scx_bpfland, scx_p2dq, scx_rusty, scx_cosmos,
   scx_lavd) unless --no-peers; --variants replaces a preset's variants.
 
@@ -47,12 +55,14 @@ value = median (or --stat mean); the JSON has mean, stddev, median, min, max and
 
 EXAMPLES:
   nimble-lab hackbench --variants eevdf,nimble --runs 3 --vm n2l4 --json out.json
+  nimble-lab dbench-tbench perf-messaging perf-pipe --variants eevdf --runs 2 --points 1,2
   sudo nimble-lab seed002 --runs 5 --json seed002.json
   nimble-lab tbench --points 1,4,8 --variants eevdf,tip=nimble,scx_bpfland --vm l2";
 
-/// Scheduler A/B experiments: hackbench, schbench, tbench, STREAM, shell8 and
-/// numa01/02 under EEVDF, scx_nimble's modes and other sched_ext schedulers,
-/// natively (root, sched_ext kernel) or in the project's VM (--vm).
+/// Scheduler A/B experiments: hackbench, schbench, tbench, STREAM, shell8,
+/// numa01/02 and the real dbench tbench and perf bench sched under EEVDF,
+/// scx_nimble's modes and other sched_ext schedulers, natively (root,
+/// sched_ext kernel) or in the project's VM (--vm).
 #[derive(Debug, Parser)]
 #[command(name = "nimble-lab", version, after_help = AFTER_HELP)]
 struct Cli {
@@ -73,10 +83,12 @@ struct Cli {
     /// comma-separated. Default: each workload's, scaled to the CPUs.
     #[arg(long, value_delimiter = ',')]
     points: Vec<u32>,
-    /// Seconds per sample of the time-based workloads (schbench, tbench, shell8).
+    /// Seconds per sample of the time-based workloads (schbench, tbench, shell8;
+    /// dbench-tbench rounds up to whole seconds, at least 2).
     #[arg(long, default_value_t = 3.0)]
     secs: f64,
-    /// hackbench -l, STREAM repetitions, numa01/02 passes (default: 100, 10, 20).
+    /// hackbench -l, perf-messaging -l, perf-pipe -l, STREAM repetitions,
+    /// numa01/02 passes (default: 100, 100, 20000, 10, 20).
     #[arg(long)]
     loops: Option<u32>,
     /// MiB in all for STREAM's arrays and numa01/02's buffers.
@@ -342,14 +354,14 @@ fn list() -> Result<()> {
     for s in workloads::ALL {
         let pts = (s.default_points)(8);
         println!(
-            "  {:<10} {} (point: {}; default on 8 CPUs: {pts:?})",
+            "  {:<14} {} (point: {}; default on 8 CPUs: {pts:?})",
             s.name, s.about, s.param
         );
     }
     println!("presets:");
     for p in plan::PRESETS {
-        println!("  {:<10} {}", p.name, p.about);
-        println!("  {:<10} variants: {}", "", p.variants.join(", "));
+        println!("  {:<14} {}", p.name, p.about);
+        println!("  {:<14} variants: {}", "", p.variants.join(", "));
     }
     println!("peers on PATH:");
     for p in plan::PEERS {

@@ -136,11 +136,13 @@ impl Plan {
     }
 }
 
-/// `loops` means different work per workload: hackbench's -l, STREAM's
-/// repetitions (NTIMES), numa01/02's passes over their buffers.
+/// `loops` means different work per workload: hackbench's and perf bench's
+/// -l, STREAM's repetitions (NTIMES), numa01/02's passes over their buffers.
 pub fn opts_for(workload: &str, secs: f64, loops: Option<u32>, mem_mb: u32) -> Opts {
     let default = match workload {
-        "hackbench" => 100,
+        "hackbench" | "perf-messaging" => 100,
+        // Pipe round trips: ~0.5 s natively at ~20 us each, seconds under TCG.
+        "perf-pipe" => 20_000,
         "stream" => 10,
         _ => 20,
     };

@@ -35,6 +35,32 @@ fn repo() -> Result<PathBuf> {
         )
 }
 
+/// `--add SRC:DST` for the real benchmarks the plan runs that nimble-vm's
+/// base image lacks: dbench's tbench, tbench_srv (with their libraries) and
+/// its 25 MB loadfile, at their host paths. (perf is in the base image.)
+fn guest_adds(plan: &Plan) -> Result<Vec<String>> {
+    if !plan
+        .experiments
+        .iter()
+        .any(|e| e.workload == "dbench-tbench")
+    {
+        return Ok(vec![]);
+    }
+    let mut adds = vec![];
+    for bin in ["tbench", "tbench_srv"] {
+        let p = variant::which(bin).with_context(|| {
+            format!("dbench-tbench: {bin} not found on PATH (Debian package dbench)")
+        })?;
+        adds.push(format!("{}:/bin/{bin}", p.display()));
+    }
+    let lf = crate::workloads::TBENCH_LOADFILE;
+    if !Path::new(lf).is_file() {
+        bail!("dbench-tbench: {lf} missing (Debian package dbench)");
+    }
+    adds.push(format!("{lf}:{lf}"));
+    Ok(adds)
+}
+
 /// Runs `plan` in a `topo` VM booting `kernel`; every event reaches `sink`
 /// as it arrives. Fails if the guest run failed (after its events).
 pub fn run(
@@ -55,6 +81,7 @@ pub fn run(
     {
         bail!("{} missing: cargo build --release first", nimble.display());
     }
+    let adds = guest_adds(plan)?;
     let tmp = std::env::temp_dir().join(format!("nimble-lab-vm-{}", std::process::id()));
     std::fs::create_dir_all(&tmp)?;
     let plan_file = tmp.join("plan.json");
@@ -76,6 +103,9 @@ pub fn run(
                 .with_context(|| format!("{}: {bin} not found on PATH", v.label))?;
             cmd.arg("--add").arg(format!("{}:/bin/{bin}", p.display()));
         }
+    }
+    for add in adds {
+        cmd.arg("--add").arg(add);
     }
     cmd.args(["--", "nimble-lab", "__guest", "/lab/plan.json"]);
     let mut child = cmd
@@ -110,4 +140,31 @@ pub fn run(
         bail!("{bad} event lines from the guest could not be read");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{test_plan, Experiment};
+
+    #[test]
+    fn dbench_files_only_for_dbench_tbench() {
+        let exp = |w: &str| Experiment {
+            workload: w.into(),
+            points: vec![1],
+        };
+        let plan = test_plan(&["eevdf"], vec![exp("tbench"), exp("perf-pipe")]);
+        assert!(guest_adds(&plan).unwrap().is_empty());
+        let plan = test_plan(&["eevdf"], vec![exp("dbench-tbench")]);
+        match guest_adds(&plan) {
+            Ok(adds) => {
+                assert_eq!(adds.len(), 3, "{adds:?}");
+                assert!(adds[0].ends_with(":/bin/tbench") && adds[1].ends_with(":/bin/tbench_srv"));
+                let lf = crate::workloads::TBENCH_LOADFILE;
+                assert_eq!(adds[2], format!("{lf}:{lf}"));
+            }
+            // Without dbench on the host: one line naming the package.
+            Err(e) => assert!(e.to_string().contains("(Debian package dbench)"), "{e}"),
+        }
+    }
 }

@@ -9,15 +9,20 @@
 use anyhow::{anyhow, bail, Result};
 
 mod crew;
+mod dbench_tbench;
 mod hackbench;
 mod numa;
+mod perf_messaging;
+mod perf_pipe;
 mod schbench;
 mod shell8;
 mod stream;
 mod tbench;
+mod tool;
 mod topo;
 
 pub(crate) use crew::Crew;
+pub(crate) use dbench_tbench::LOADFILE as TBENCH_LOADFILE;
 pub(crate) use topo::cur_cpu;
 
 /// One number a workload reports.
@@ -45,9 +50,11 @@ pub struct Spec {
 /// Knobs shared by all workloads (each uses the ones that apply to it).
 #[derive(Debug, Clone, Copy)]
 pub struct Opts {
-    /// Duration of the time-based workloads (schbench, tbench, shell8), s.
+    /// Duration of the time-based workloads (schbench, tbench, shell8,
+    /// dbench-tbench), s.
     pub secs: f64,
-    /// Loops of the work-based ones (hackbench -l, STREAM repetitions, numa passes).
+    /// Loops of the work-based ones (hackbench -l, perf bench -l, STREAM
+    /// repetitions, numa passes).
     pub loops: u32,
     /// Memory of the memory-bound ones (STREAM arrays, numa01/02 buffers), MiB in all.
     pub mem_mb: u32,
@@ -61,6 +68,9 @@ pub const ALL: &[&Spec] = &[
     &shell8::SPEC,
     &numa::SPEC01,
     &numa::SPEC02,
+    &dbench_tbench::SPEC,
+    &perf_messaging::SPEC,
+    &perf_pipe::SPEC,
 ];
 
 pub fn spec(name: &str) -> Option<&'static Spec> {
@@ -81,6 +91,9 @@ pub fn run(name: &str, point: u32, opts: &Opts) -> Result<Vec<(String, f64)>> {
         "shell8" => shell8::run(point, opts)?,
         "numa01" => numa::run01(point, opts)?,
         "numa02" => numa::run02(point, opts)?,
+        "dbench-tbench" => dbench_tbench::run(point, opts)?,
+        "perf-messaging" => perf_messaging::run(point, opts)?,
+        "perf-pipe" => perf_pipe::run(point, opts)?,
         _ => bail!("unknown workload '{name}'"),
     };
     // Every workload must report exactly its Spec's metrics, in order.
@@ -165,6 +178,9 @@ pub(crate) mod tests {
             "shell8",
             "numa01",
             "numa02",
+            "dbench-tbench",
+            "perf-messaging",
+            "perf-pipe",
         ];
         assert_eq!(names, want);
         for s in ALL {

@@ -1,6 +1,7 @@
-//! schbench-style wakeup latency (after Chris Mason's schbench): message
-//! threads wake their workers through futexes and wait for them; each worker
-//! measures how long it took from the wake to running, then thinks briefly.
+//! The lab's own schbench-style wakeup latency (after Chris Mason's schbench,
+//! but not it): message threads wake their workers through futexes and wait
+//! for them; each worker measures how long it took from the wake to running,
+//! then thinks briefly.
 
 use super::{higher, lower, pow2_upto, Crew, Opts, Spec};
 use anyhow::{bail, Result};
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 pub static SPEC: Spec = Spec {
     name: "schbench",
     param: "workers",
-    about: "schbench-style: 2 message threads wake WORKERS futex workers each; wakeup latency",
+    about: "own futex wakeup test, not Chris Mason's schbench: 2 message threads wake WORKERS",
     metrics: &[
         lower("p99", "us"),
         lower("p50", "us"),

@@ -1,4 +1,5 @@
-//! tbench-style loopback throughput: CLIENTS TCP clients each do 256-byte
+//! The lab's own tbench-style loopback throughput (not dbench's tbench: that
+//! is the `dbench-tbench` workload): CLIENTS TCP clients each do 256-byte
 //! request / 1024-byte reply round trips against a thread-per-connection
 //! server on 127.0.0.1, so every round trip is two cross-thread wakeups.
 
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 pub static SPEC: Spec = Spec {
     name: "tbench",
     param: "clients",
-    about: "tbench-style: CLIENTS loopback TCP clients, 256 B request / 1 KiB reply",
+    about: "own TCP ping-pong, not dbench's tbench: CLIENTS clients, 256 B / 1 KiB round trips",
     metrics: &[
         higher("throughput", "records/s"),
         higher("mb_per_s", "MB/s"),
