@@ -17,6 +17,18 @@ fn lab(args: &[&str]) -> Output {
         .expect("running nimble-lab")
 }
 
+/// nimble-lab ARGS, which must succeed: its stdout.
+fn lab_ok(args: &[&str]) -> String {
+    let out = lab(args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 fn tmpdir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&d);
@@ -182,7 +194,7 @@ fn bad_input_is_one_line() {
 fn eevdf_only_experiment_natively() {
     let d = tmpdir("native");
     let json = d.join("t.json");
-    let out = lab(&[
+    let stdout = lab_ok(&[
         "tbench",
         "schbench",
         "--variants",
@@ -196,12 +208,6 @@ fn eevdf_only_experiment_natively() {
         "--json",
         json.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(
         stdout.contains("clients  eevdf") && stdout.contains("(0.00 pct)"),
         "{stdout}"
@@ -248,7 +254,7 @@ fn real_benchmarks_natively() {
     }
     let d = tmpdir("real");
     let json = d.join("r.json");
-    let out = lab(&[
+    let stdout = lab_ok(&[
         "dbench-tbench",
         "perf-messaging",
         "perf-pipe",
@@ -266,12 +272,6 @@ fn real_benchmarks_natively() {
         "--json",
         json.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let j = check_json(&json, 2, &["eevdf"]);
     let got: Vec<(&str, &str)> = j["experiments"]
         .as_array()

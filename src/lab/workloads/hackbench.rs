@@ -1,10 +1,9 @@
 //! hackbench (rt-tests): process-mode groups of 20 senders × 20 receivers
 //! over socketpairs; the seed's wakeup-heavy throughput test.
 
+use super::tool::Tool;
 use super::{lower, Opts, Spec, WORK_TIMEOUT_S};
-use anyhow::{anyhow, bail, Context, Result};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use anyhow::{Context, Result};
 use std::time::Duration;
 
 pub static SPEC: Spec = Spec {
@@ -12,53 +11,25 @@ pub static SPEC: Spec = Spec {
     param: "groups",
     about: "rt-tests hackbench -g GROUPS -l LOOPS (processes, sockets): run time",
     metrics: &[lower("time", "s")],
-    default_points: |n| {
-        [1, 2, 4, 8]
-            .into_iter()
-            .filter(|&g| g == 1 || g <= 2 * n)
-            .collect()
-    },
+    default_points: group_points,
+};
+
+/// 1, 2, 4, 8 groups, up to twice the CPUs (perf-messaging's too).
+pub(super) fn group_points(n: u32) -> Vec<u32> {
+    [1, 2, 4, 8]
+        .into_iter()
+        .filter(|&g| g == 1 || g <= 2 * n)
+        .collect()
+}
+
+const HACKBENCH: Tool = Tool {
+    bin: "hackbench",
+    package: "rt-tests",
 };
 
 pub fn run(groups: u32, opts: &Opts) -> Result<Vec<(String, f64)>> {
-    let mut cmd = Command::new("hackbench");
-    cmd.args([
-        "-g",
-        &groups.to_string(),
-        "-l",
-        &opts.loops.max(1).to_string(),
-    ])
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    // SAFETY: only async-signal-safe calls between fork and exec. Its own
-    // process group lets a timeout kill hackbench's children too; the death
-    // signal stops it if the lab kills this sample process.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setpgid(0, 0);
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let child = cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            anyhow!("hackbench not found on PATH (Debian package rt-tests)")
-        }
-        _ => anyhow!("cannot start hackbench: {e}"),
-    })?;
-    let limit = Duration::from_secs(WORK_TIMEOUT_S);
-    let Some(done) = crate::child::wait(child, limit, true)? else {
-        bail!("hackbench did not finish within {WORK_TIMEOUT_S} s");
-    };
-    if !done.status.success() {
-        bail!(
-            "hackbench failed ({}): {}",
-            done.status,
-            done.last_err_line()
-        );
-    }
-    let out = done.stdout;
+    let (g, l) = (groups.to_string(), opts.loops.max(1).to_string());
+    let out = HACKBENCH.output(&["-g", &g, "-l", &l], Duration::from_secs(WORK_TIMEOUT_S))?;
     let time = parse_time(&out)
         .with_context(|| format!("no 'Time:' line in hackbench output: {out:?}"))?;
     Ok(vec![("time".into(), time)])
@@ -87,10 +58,6 @@ mod tests {
 
     #[test]
     fn hackbench_tiny() {
-        if Command::new("hackbench").arg("--help").output().is_err() {
-            eprintln!("hackbench not installed: skipped");
-            return;
-        }
         let m = crate::workloads::tests::check("hackbench", 2);
         assert!(m["time"] > 0.0);
     }

@@ -12,12 +12,7 @@ pub static SPEC: Spec = Spec {
     about: "real perf bench sched messaging -g GROUPS -l LOOPS (linux-perf): total time",
     metrics: &[lower("time", "s")],
     // As hackbench's: the same work at the same points.
-    default_points: |n| {
-        [1, 2, 4, 8]
-            .into_iter()
-            .filter(|&g| g == 1 || g <= 2 * n)
-            .collect()
-    },
+    default_points: super::hackbench::group_points,
 };
 
 pub fn run(groups: u32, opts: &Opts) -> Result<Vec<(String, f64)>> {
