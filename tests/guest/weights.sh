@@ -1,0 +1,91 @@
+#!/bin/sh
+# Nice weights across LLCs (issue 19, acceptance 2): CPU loops at several
+# nice levels, more loops than CPUs, spread by the scheduler over every LLC.
+# Each loop's CPU time over the window is read from /proc/PID/stat; the mean
+# per loop of each level, divided by another level's, should track the
+# ratio of their weights (the kernel's sched_prio_to_weight). Each mix runs
+# first under EEVDF (no scheduler) and then under scx_nimble, in this boot.
+#   WEIGHTS_ASSERT=1: fail unless nice 0 / nice 10 >= 5 and every ratio is
+#   within a factor 2 of its weight ratio (off: report only).
+. /tests/lib.sh
+
+SECS=$(by_tier 20 10)
+# nice -> weight, as in the kernel's sched_prio_to_weight table.
+weight() {
+	case $1 in
+	-5) echo 3121 ;; 0) echo 1024 ;; 3) echo 526 ;; 5) echo 335 ;;
+	6) echo 272 ;; 10) echo 110 ;; *) fail "no weight for nice $1" ;;
+	esac
+}
+
+# run_mix LABEL "NICE:COUNT ...": start the loops, take each loop's ticks
+# over SECS (after a 1 s start), print the mean per level to /tmp/mix.
+run_mix() {
+	: >/tmp/loops
+	for spec in $2; do
+		n=${spec%%:*} c=${spec#*:}
+		for i in $(seq 1 "$c"); do
+			nice -n "$n" sh -c 'while :; do :; done' &
+			echo "$! $n" >>/tmp/loops
+		done
+	done
+	sleep 1
+	files=$(awk '{ printf "/proc/%s/stat ", $1 }' /tmp/loops)
+	# shellcheck disable=SC2086
+	cat $files | awk '{ pid = $1; sub(/^.*\) /, ""); split($0, f, " "); print pid, f[12] + f[13] }' >/tmp/t0
+	sleep "$SECS"
+	# shellcheck disable=SC2086
+	cat $files | awk '{ pid = $1; sub(/^.*\) /, ""); split($0, f, " "); print pid, f[12] + f[13], f[17] }' >/tmp/t1
+	pids=$(awk '{ print $1 }' /tmp/loops)
+	# shellcheck disable=SC2086
+	kill $pids
+	# shellcheck disable=SC2086
+	wait $pids 2>/dev/null
+	# level mean min: from the per-loop deltas
+	awk 'FILENAME == "/tmp/t0" { a[$1] = $2; next } { d = $2 - a[$1]; n = $3
+		s[n] += d; k[n]++; if (!(n in m) || d < m[n]) m[n] = d }
+		END { for (n in s) printf "%d %.1f %d %d\n", n, s[n] / k[n], m[n], k[n] }' /tmp/t0 /tmp/t1 |
+		sort -n >/tmp/mix
+	log "$1: $(awk '{ printf "nice %d: %d loops, mean %.0f ticks (min %d); ", $1, $4, $2, $3 }' /tmp/mix)"
+	[ "$(awk '$3 <= 0' /tmp/mix)" = "" ] || fail "$1: a loop never ran: $(cat /tmp/mix)"
+}
+
+# ratios LABEL: every pair of levels, measured vs weight ratio; sets BAD.
+ratios() {
+	BAD=
+	out=
+	levels=$(awk '{ print $1 }' /tmp/mix)
+	for a in $levels; do
+		for b in $levels; do
+			[ "$a" -lt "$b" ] || continue
+			ma=$(awk -v n="$a" '$1 == n { print $2 }' /tmp/mix)
+			mb=$(awk -v n="$b" '$1 == n { print $2 }' /tmp/mix)
+			r=$(awk -v x="$ma" -v y="$mb" 'BEGIN { printf "%.2f", (y > 0 ? x / y : 999) }')
+			w=$(awk -v x="$(weight "$a")" -v y="$(weight "$b")" 'BEGIN { printf "%.2f", x / y }')
+			out="$out nice$a/nice$b=$r (weights $w);"
+			awk -v r="$r" -v w="$w" 'BEGIN { exit !(r >= w / 2 && r <= w * 2) }' ||
+				BAD="$BAD nice$a/nice$b=$r vs $w;"
+		done
+	done
+	log "$1:$out"
+}
+
+MIX1="0:16 10:8"
+MIX2="0:8 3:8 6:8"
+run_mix "eevdf, 16 nice-0 + 8 nice-10" "$MIX1"; ratios eevdf
+run_mix "eevdf, 8 each of nice 0/3/6" "$MIX2"; ratios eevdf
+start_sched --stats 1
+run_mix "nimble, 16 nice-0 + 8 nice-10" "$MIX1"; ratios nimble
+r010=$(awk '$1 == 0 { a = $2 } $1 == 10 { b = $2 } END { printf "%.2f", (b > 0 ? a / b : 999) }' /tmp/mix)
+bad1=$BAD
+run_mix "nimble, 8 each of nice 0/3/6" "$MIX2"; ratios nimble
+bad2=$BAD
+assert_attached "after the weight mixes"
+stop_sched
+assert_clean_dmesg
+assert_counter imbalance = 0
+if [ "${WEIGHTS_ASSERT:-0}" = 1 ]; then
+	awk -v r="$r010" 'BEGIN { exit !(r >= 5) }' || fail "nice 0 / nice 10 = $r010 under nimble, want >= 5 (weights: 9.3)"
+	[ -z "$bad1$bad2" ] || fail "ratios off by more than 2x from the weights:$bad1$bad2"
+fi
+pass "nimble: nice 0 / nice 10 = $r010 (weights 9.31)"
