@@ -182,10 +182,6 @@ Throughput 0 MB/sec  1 clients  1 procs  max_latency=0.000 ms
 
     #[test]
     fn dbench_tbench_tiny() {
-        if crate::variant::which("tbench").is_none() {
-            eprintln!("dbench not installed: skipped");
-            return;
-        }
         // tiny() has secs 0.3: tbench runs its minimum, 2 s.
         let m = crate::workloads::tests::check("dbench-tbench", 2);
         assert!(m["throughput"] > 0.0);

@@ -53,10 +53,6 @@ mod tests {
 
     #[test]
     fn perf_messaging_tiny() {
-        if crate::variant::which("perf").is_none() {
-            eprintln!("perf not installed: skipped");
-            return;
-        }
         let m = crate::workloads::tests::check("perf-messaging", 2);
         assert!(m["time"] > 0.0);
     }
