@@ -62,6 +62,12 @@ pub const NAMES: [(u32, &str); NR_STATS] = [
     (nimble_stat_STAT_STEAL_L1, "steal_l1"),
     (nimble_stat_STAT_STEAL_L2, "steal_l2"),
     (nimble_stat_STAT_STEAL_FAR, "steal_far"),
+    (nimble_stat_STAT_WAKE_SYNC, "wake_sync"),
+    (nimble_stat_STAT_LAG_CLAMP, "lag_clamp"),
+    (nimble_stat_STAT_PREEMPT, "preempt"),
+    (nimble_stat_STAT_BALANCE, "balance"),
+    (nimble_stat_STAT_SLICES, "slices"),
+    (nimble_stat_STAT_SLICE_NS, "slice_ns"),
 ];
 
 /// (index, short name) of every per-node NUMA counter, in print order.
@@ -86,6 +92,8 @@ pub const LLC_NAMES: [(u32, &str); NR_LLC_STATS] = [
     (llc_stat_LSTAT_PULL_TRIES, "swq_pull_tries"),
     (llc_stat_LSTAT_PULL_NS, "swq_pull_ns"),
     (llc_stat_LSTAT_SCAN_NS, "swq_scan_ns"),
+    (llc_stat_LSTAT_LLC_IN, "llc_in"),
+    (llc_stat_LSTAT_LLC_OUT, "llc_out"),
 ];
 
 /// A raw map value as u64s (at most N of them).
@@ -97,15 +105,22 @@ fn words<const N: usize>(raw: &[u8]) -> [u64; N] {
     out
 }
 
-/// Sums per-CPU copies of a u64 counter array (raw map values).
-fn sum_percpu<const N: usize>(values: &[Vec<u8>]) -> [u64; N] {
+/// Sums per-CPU copies of a u64 counter array (raw map values). Wrapping:
+/// per-CPU deltas of a depth (+1 on one CPU, -1 on another) sum exactly.
+pub fn sum_percpu<const N: usize>(values: &[Vec<u8>]) -> [u64; N] {
     let mut out = [0u64; N];
     for v in values {
         for (o, x) in out.iter_mut().zip(words::<N>(v)) {
-            *o += x;
+            *o = o.wrapping_add(x);
         }
     }
     out
+}
+
+/// Sums per-CPU copies of a raw wait histogram.
+pub fn sum_hist_percpu(values: &[Vec<u8>]) -> Vec<u8> {
+    let sum: [u64; hist::BUCKETS] = sum_percpu(values);
+    sum.iter().flat_map(|w| w.to_ne_bytes()).collect()
 }
 
 /// A raw histogram map value.
@@ -147,19 +162,23 @@ impl Counters {
 
     /// Adds one LLC's per-CPU `struct llc_stats`, its raw wait histograms
     /// (`struct wait_hist` per enum wait_queue; missing ones are empty), its
-    /// queue depths and runnable count (call per LLC).
+    /// swq depth and runnable count (call per LLC).
     pub fn push_llc(
         &mut self,
         values: &[Vec<u8>],
         hists: [&[u8]; NR_WAIT_QUEUES],
         swq_depth: i64,
-        queued: i64,
         running: i64,
     ) {
         self.llc.push(sum_percpu(values));
         self.wait.push(hists.map(hist_words));
         self.swq_depth.push(swq_depth);
-        self.llc_queued.push(queued);
+        // The DSQ's depth: tasks in minus tasks out, each counted per CPU.
+        let s = self.llc.last().unwrap();
+        self.llc_queued.push(
+            s[llc_stat_LSTAT_LLC_IN as usize].wrapping_sub(s[llc_stat_LSTAT_LLC_OUT as usize])
+                as i64,
+        );
         self.llc_running.push(running);
     }
 

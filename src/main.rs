@@ -122,6 +122,24 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(100..=100_000))]
     pub slice_us: u64,
 
+    /// Shortest slice in microseconds: a task's slice shrinks as its LLC's
+    /// queue grows (slice * CPUs / (CPUs + queued)), but not below this.
+    /// Smaller turns a long queue over faster; larger switches less.
+    #[arg(long, default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(50..=100_000))]
+    pub slice_min_us: u64,
+
+    /// A woken task preempts the one running on its CPU when its virtual
+    /// deadline is earlier by more than this (microseconds at nice 0).
+    /// Lower favours wakeup latency, higher the running task's throughput.
+    #[arg(long, default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub preempt_gap_us: u64,
+
+    /// Never preempt on wakeup (woken tasks wait for a slice to end).
+    #[arg(long)]
+    pub no_preempt: bool,
+
     /// Formula for the NUMA imbalance thresholds (imb_numa_nr): the kernel's
     /// since v6.0, its first merged version, or the LKML v4 patch's.
     #[arg(long, value_enum, default_value_t = Formula::Mainline)]

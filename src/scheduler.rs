@@ -3,7 +3,7 @@
 
 use crate::bpf_intf::{nimble_limits_MAX_NUMA_LEVELS, numa_level};
 use crate::bpf_skel::*;
-use crate::counters::{Counters, NR_WAIT_QUEUES};
+use crate::counters::{self, Counters, NR_WAIT_QUEUES};
 use crate::ctl::{self, Ctl};
 use crate::stats::{self, Metrics, Setup};
 use crate::topology::sysfs::SysTopo;
@@ -135,6 +135,11 @@ impl<'a> Scheduler<'a> {
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.slice_ns = opts.slice_us * 1000;
+        rodata.slice_min_ns = opts.slice_min_us.min(opts.slice_us) * 1000;
+        rodata.preempt_gap_ns = match opts.preempt_gap_us {
+            _ if opts.no_preempt => u64::MAX,
+            us => us * 1000,
+        };
         rodata.numa_patience_ns = opts.numa_patience_us * 1000;
         rodata.smt_enabled = layout.smt;
         rodata.nr_cpu_ids = layout.nr_cpu_ids as u32;
@@ -225,11 +230,19 @@ impl<'a> Scheduler<'a> {
             .context("reading the stats map")?
             .unwrap_or_default();
         let bss = self.skel.maps.bss_data.as_ref().unwrap();
-        let nodes = bss.node_nr_running[..self.nr_nodes]
+        let nodes = bss.nodes[..self.nr_nodes]
             .iter()
-            .map(|&n| n as i64)
+            .map(|n| n.nr_running)
             .collect();
-        let mut c = Counters::from_percpu(&per_cpu, bss.nr_pending, nodes);
+        let pending = self
+            .skel
+            .maps
+            .pending
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .context("reading the pending map")?
+            .unwrap_or_default();
+        let [pending] = counters::sum_percpu::<1>(&pending);
+        let mut c = Counters::from_percpu(&per_cpu, pending, nodes);
         for node in 0..self.nr_nodes as u32 {
             let per_cpu = self
                 .skel
@@ -252,20 +265,21 @@ impl<'a> Scheduler<'a> {
             let mut hists: [Vec<u8>; NR_WAIT_QUEUES] = Default::default();
             for (q, h) in hists.iter_mut().enumerate() {
                 let key = ((llc * NR_WAIT_QUEUES + q) as u32).to_ne_bytes();
-                *h = self
-                    .skel
-                    .maps
-                    .wait_hist
-                    .lookup(&key, MapFlags::ANY)
-                    .context("reading the wait_hist map")?
-                    .unwrap_or_default();
+                *h = counters::sum_hist_percpu(
+                    &self
+                        .skel
+                        .maps
+                        .wait_hist
+                        .lookup_percpu(&key, MapFlags::ANY)
+                        .context("reading the wait_hist map")?
+                        .unwrap_or_default(),
+                );
             }
             c.push_llc(
                 &per_cpu,
                 [&hists[0], &hists[1]],
                 bss.swq_depth[llc],
-                bss.llc_queued[llc],
-                bss.llc_nr_running[llc] as i64,
+                bss.llcs[llc].nr_running,
             );
         }
         Ok(c)

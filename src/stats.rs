@@ -69,6 +69,24 @@ pub struct Group {
     pub steal_l2: u64,
     #[stat(desc = "Remote steals from the third NUMA tier or farther")]
     pub steal_far: u64,
+    #[stat(desc = "Sync wakeups queued on the waker's CPU (the waker is about to sleep)")]
+    #[serde(default)]
+    pub wake_sync: u64,
+    #[stat(desc = "Woken tasks whose sleep credit was cut to --vtime credit (lag clamp)")]
+    #[serde(default)]
+    pub lag_clamp: u64,
+    #[stat(desc = "Wakeups that preempted a later-deadline task on their CPU")]
+    #[serde(default)]
+    pub preempt: u64,
+    #[stat(desc = "Tasks whose slice ended moved to a less loaded LLC (summed weights)")]
+    #[serde(default)]
+    pub balance: u64,
+    #[stat(desc = "Slices given, shrunk with the LLC queue (see slice_ns)")]
+    #[serde(default)]
+    pub slices: u64,
+    #[stat(desc = "Sum of those slices in ns (average slice: slice_ns / slices)")]
+    #[serde(default)]
+    pub slice_ns: u64,
     #[stat(desc = "fork/exec: child kept on the parent's node")]
     pub fork_local: u64,
     #[stat(desc = "fork/exec: child placed on another node")]
@@ -101,6 +119,12 @@ pub struct Group {
     pub swq_pull_ns: u64,
     #[stat(desc = "Part of swq_pull_ns spent choosing a task (ns)")]
     pub swq_scan_ns: u64,
+    #[stat(desc = "Tasks inserted into the LLC dispatch queues")]
+    #[serde(default)]
+    pub llc_in: u64,
+    #[stat(desc = "Tasks that left the LLC dispatch queues (queued = llc_in - llc_out)")]
+    #[serde(default)]
+    pub llc_out: u64,
     #[stat(desc = "Runnable tasks (running or queued) now")]
     pub nr_running: i64,
     #[stat(desc = "Tasks in the LLC dispatch queues now")]
@@ -599,16 +623,17 @@ mod tests {
         let mut h = vec![0u64; hist::BUCKETS];
         h[hist::bucket(2_000)] = 10;
         let h = bytes::<{ hist::BUCKETS }>(h.try_into().unwrap());
-        // wake_idle, wake_busy, other, pull, xllc, skip, scanned, tries, ns, scan ns
+        // wake_idle, wake_busy, other, pull, xllc, skip, scanned, tries, ns,
+        // scan ns, llc in, llc out (one queued in each LLC's DSQ)
         let swq = [
-            [1, 2, 3, 5, 1, 0, 6, 4, 400, 40],
-            [0, 4, 0, 4, 4, 2, 6, 4, 1200, 120],
-            [0; NR_LLC_STATS],
-            [0; NR_LLC_STATS],
+            [1, 2, 3, 5, 1, 0, 6, 4, 400, 40, 3, 2],
+            [0, 4, 0, 4, 4, 2, 6, 4, 1200, 120, 1, 0],
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0],
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 4],
         ];
         for (llc, v) in swq.iter().enumerate() {
             let hs: [&[u8]; 2] = if llc == 0 { [&[], &h] } else { [&h, &[]] };
-            c.push_llc(&[bytes(*v)], hs, llc as i64 % 2, 1, llc as i64);
+            c.push_llc(&[bytes(*v)], hs, llc as i64 % 2, llc as i64);
         }
         (setup, c)
     }

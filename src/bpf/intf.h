@@ -73,6 +73,14 @@ enum nimble_stat {
 	STAT_STEAL_L2,		/* from the second tier */
 	STAT_STEAL_FAR,		/* from the third tier or beyond */
 
+	/* The core policy (vtime.bpf.h, balance.bpf.h, idle.bpf.h). */
+	STAT_WAKE_SYNC,		/* select_cpu: a sync wakeup queued on the waker's CPU */
+	STAT_LAG_CLAMP,		/* a woken task's credit cut to vtime_credit_ns */
+	STAT_PREEMPT,		/* a wakeup kicked a later-deadline task off its CPU */
+	STAT_BALANCE,		/* a task whose slice ended moved to a less loaded LLC */
+	STAT_SLICES,		/* slices given by the scaling (see SLICE_NS) */
+	STAT_SLICE_NS,		/* their sum in ns (average: SLICE_NS / SLICES) */
+
 	NR_NIMBLE_STATS,
 };
 
@@ -132,6 +140,8 @@ enum llc_stat {
 	LSTAT_PULL_TRIES,	/* pull attempts on a non-empty shard */
 	LSTAT_PULL_NS,		/* time spent in those attempts */
 	LSTAT_SCAN_NS,		/* ... of which looking for a task (the rest: moving it) */
+	LSTAT_LLC_IN,		/* tasks inserted into the LLC DSQ */
+	LSTAT_LLC_OUT,		/* ... that left it (ran or dropped); IN - OUT: queued now */
 	NR_LLC_STATS,
 };
 

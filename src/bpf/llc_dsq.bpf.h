@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Per-LLC dispatch queues ordered by weighted virtual time (their consumers
- * are in dispatch.bpf.h), and the idle kick that keeps them work-conserving.
+ * Per-LLC dispatch queues ordered by virtual deadline (vtime.bpf.h; their
+ * consumers are in dispatch.bpf.h), and the idle kick that keeps them
+ * work-conserving.
  */
 #ifndef __NIMBLE_LLC_DSQ_BPF_H
 #define __NIMBLE_LLC_DSQ_BPF_H
@@ -10,12 +11,8 @@
 #include "topo.bpf.h"
 #include "stats.bpf.h"
 #include "numa_gate.bpf.h"
-
-/*
- * Global virtual time: the largest vtime of any task that started running.
- * One clock for all LLCs, so a task stolen across LLCs keeps its place.
- */
-u64 vtime_now;
+#include "vtime.bpf.h"
+#include "balance.bpf.h"
 
 /* LLC DSQ ids are the LLC ids (user DSQ ids are free below 2^63). */
 static __always_inline u64 llc_dsq(u32 llc)
@@ -37,27 +34,6 @@ static __always_inline s32 create_llc_dsqs(void)
 		}
 	}
 	return 0;
-}
-
-/*
- * The vtime to queue @p with on @llc's DSQ: at most vtime_credit_ns behind
- * the global clock, and no further ahead than the clock moves in max_wait_ns
- * with this many tasks queued per CPU (the clock advances ~nr_cpus/nr_queued
- * ns per ns), but always at least vtime_credit_ns ahead.
- */
-static __always_inline u64 task_vtime(const struct task_struct *p, u32 llc)
-{
-	u64 floor = vtime_now > vtime_credit_ns ? vtime_now - vtime_credit_ns : 0;
-	u64 lead = max_wait_ns * llc_nr_cpus[llc & (MAX_LLCS - 1)] /
-		   (scx_bpf_dsq_nr_queued(llc_dsq(llc)) + 1);
-
-	if (lead < vtime_credit_ns)
-		lead = vtime_credit_ns;
-	if (time_before(p->scx.dsq_vtime, floor))
-		return floor;
-	if (time_after(p->scx.dsq_vtime, vtime_now + lead))
-		return vtime_now + lead;
-	return p->scx.dsq_vtime;
 }
 
 /*
@@ -85,11 +61,28 @@ static __always_inline void kick_idle_cpu(struct task_struct *p, s32 cpu,
 	}
 }
 
-/* Queue @p on the DSQ of the LLC of the CPU it is on (which it may use). */
+/* Wake an idle CPU of @llc (which @p may use) to take @p. */
+static __always_inline void kick_idle_cpu_in(struct task_struct *p, struct task_ctx *tctx,
+					     u32 llc)
+{
+	s32 idle = pick_idle_in(tctx, p->cpus_ptr, llc_mask(llc));
+
+	if (idle >= 0) {
+		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+		stat_inc(STAT_KICK);
+	}
+}
+
+/*
+ * Queue @p on the DSQ of the LLC of the CPU it is on (which it may use) or,
+ * when its slice ended there, of a less loaded LLC of the node. A wakeup
+ * may preempt the task running on its CPU (vtime.bpf.h).
+ */
 static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 					struct task_ctx *tctx)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
+	u64 queued, dl;
 	u32 llc;
 
 	if (!valid_cpu(cpu)) {
@@ -97,10 +90,20 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 		return;
 	}
 	llc = llc_of(cpu);
+	if (!(enq_flags & SCX_ENQ_WAKEUP))
+		llc = balance_llc(p, tctx, llc);
+	queued = scx_bpf_dsq_nr_queued(llc_dsq(llc));
+	dl = task_deadline(p, tctx, llc, queued);
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
 	tctx->queued_at = bpf_ktime_get_ns();
-	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, task_vtime(p, llc), enq_flags);
+	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, dl, enq_flags);
+	if (llc != llc_of(cpu)) {
+		kick_idle_cpu_in(p, tctx, llc);
+		return;
+	}
 	kick_idle_cpu(p, cpu, tctx, false);
+	if (enq_flags & SCX_ENQ_WAKEUP)
+		maybe_preempt(p, cpu, dl);
 }
 
 #endif /* __NIMBLE_LLC_DSQ_BPF_H */

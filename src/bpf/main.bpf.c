@@ -5,8 +5,10 @@
  * NUMA imbalance rule.
  *
  * This file wires the sched_ext callbacks to the mechanisms, one header each:
- *   idle.bpf.h     topology-ordered idle CPU pick (select_cpu)
- *   llc_dsq.bpf.h  per-LLC vtime DSQs and idle kicks
+ *   idle.bpf.h     topology-ordered idle CPU pick, sync wakeups (select_cpu)
+ *   vtime.bpf.h    per-LLC clocks, lag, deadlines, slices, wakeup preemption
+ *   balance.bpf.h  weight-aware balancing between the LLCs of a node
+ *   llc_dsq.bpf.h  per-LLC deadline DSQs and idle kicks
  *   swq.bpf.h      per-LLC shared wakequeue (FIFO, sharded), its modes
  *   dispatch.bpf.h where a CPU takes work from: own LLC, node, other nodes
  *   topo.bpf.h     LLC/node cpumasks built from userspace's tables
@@ -40,7 +42,7 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 	/* Forks may cross nodes (the NUMA gate decides); wakeups stay near. */
 	if (nr_nodes > 1 && (wake_flags & SCX_WAKE_FORK))
 		cpu = place_forked(p, prev_cpu, tctx);
-	else
+	else if ((cpu = pick_sync_waker(p, prev_cpu, wake_flags)) < 0)
 		cpu = pick_idle_near(p, prev_cpu, tctx);
 	/* Through the shared wakequeue: enqueue queues it, kicks the CPU. */
 	if (swq_route(p, tctx, prev_cpu, cpu, wake_flags))
@@ -48,7 +50,7 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (cpu < 0)
 		return prev_cpu;
 
-	/* An idle CPU was claimed: run there without touching any shared queue. */
+	/* An idle CPU was claimed (or the sync waker's): run there, no shared queue. */
 	path_queue(tctx, PATH_DIRECT, 0, STAT_INS_DIRECT);
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 	return cpu;
@@ -119,11 +121,11 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	s32 cpu = scx_bpf_task_cpu(p);
 
-	if (time_before(vtime_now, p->scx.dsq_vtime))
-		vtime_now = p->scx.dsq_vtime;
-	if (!tctx)
+	if (!tctx || !valid_cpu(cpu))
 		return;
 	tctx->run_start = bpf_ktime_get_ns();
+	vtime_running(p, tctx, cpu, tctx->path == PATH_LLC);
+	scale_slice(p, cpu, scx_bpf_dsq_nr_queued(llc_dsq(llc_of(cpu))));
 	path_run(tctx, cpu);
 	count_migration(tctx, cpu);
 	node_moved(tctx, cpu);
@@ -136,6 +138,7 @@ void BPF_STRUCT_OPS(nimble_runnable, struct task_struct *p, u64 enq_flags)
 	if (tctx) {
 		node_runnable(p, tctx, scx_bpf_task_cpu(p));
 		tctx->full_slices = 0;	/* it slept: not CPU-bound */
+		vtime_woke(tctx);
 	}
 }
 
@@ -150,25 +153,25 @@ void BPF_STRUCT_OPS(nimble_quiescent, struct task_struct *p, u64 deq_flags)
 void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
-	u64 ran;
+	s32 cpu = scx_bpf_task_cpu(p);
 
-	if (!tctx || !tctx->run_start)
+	if (!tctx || !tctx->run_start || !valid_cpu(cpu))
 		return;
-	/* Charge the time used, scaled by nice weight (100 at nice 0). */
-	ran = bpf_ktime_get_ns() - tctx->run_start;
-	scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + ran * 100 / p->scx.weight);
-	/*
-	 * The clock also moves with CPU time consumed (per CPU), so it keeps
-	 * advancing under a flood of short wakeups; tasks left behind by more
-	 * than vtime_credit_ns are then queued in arrival order, which bounds
-	 * every wait.
-	 */
-	__sync_fetch_and_add(&vtime_now, ran / nr_cpu_ids);
+	cpu_cur[cpu & (MAX_CPUS - 1)].deadline = 0;
+	/* Charge the time used at the task's weight; the LLC's clock moves. */
+	vtime_charge(p, tctx, cpu, bpf_ktime_get_ns() - tctx->run_start);
 }
 
+/* A new task (or one handed to us at load) starts at its LLC's clock. */
 void BPF_STRUCT_OPS(nimble_enable, struct task_struct *p)
 {
-	scx_bpf_task_set_dsq_vtime(p, vtime_now);
+	struct task_ctx *tctx = lookup_task_ctx(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	if (tctx && valid_cpu(cpu)) {
+		tctx->vllc = llc_of(cpu);
+		tctx->vtime = llc_ctx(tctx->vllc)->vclock;
+	}
 }
 
 s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,
@@ -185,6 +188,7 @@ s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,
 	if (!mask)
 		return -ENOMEM;
 	tctx->rq_node = -1;
+	tctx->vllc = -1;
 	tctx->last_cpu = -1;
 	tctx->home = -1;
 	tctx->last_node = -1;

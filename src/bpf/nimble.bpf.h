@@ -18,6 +18,22 @@
 const volatile u64 slice_ns = 5ULL * 1000 * 1000;
 
 /*
+ * The shortest slice: the slice a task gets shrinks as its LLC's queue grows
+ * (slice_ns * CPUs / (CPUs + queued)), but not below this. Smaller turns a
+ * long queue over faster (lower wait); larger keeps context switches (and,
+ * in a VM, exits) rarer under load.
+ */
+const volatile u64 slice_min_ns = 1000ULL * 1000;
+
+/*
+ * Wakeup preemption: a woken task whose virtual deadline is earlier than the
+ * running task's on its CPU by more than this (ns at nice 0) kicks it off.
+ * Lower favours latency of wakers, higher favours throughput of the
+ * running task; U64_MAX (--no-preempt) turns it off.
+ */
+const volatile u64 preempt_gap_ns = 1000ULL * 1000;
+
+/*
  * How much vruntime credit a sleeper keeps, in ns: a task cannot be queued
  * further behind the global vruntime clock than this, so it wakes ahead of
  * CPU hogs but cannot monopolise a CPU for longer. Larger favours
@@ -159,6 +175,31 @@ static __always_inline struct nimble_ctl *ctl(void)
 	return bpf_map_lookup_elem(&nimble_ctl, &zero);
 }
 
+/*
+ * Per-LLC state, padded to a cache line of its own so LLCs do not share one.
+ * The clock is written by the LLC's CPUs only; load and nr_running by tasks
+ * becoming runnable there or leaving (atomics, one line per LLC).
+ */
+struct llc_ctx {
+	/*
+	 * The LLC's virtual time (ns at nice 0). It advances by the CPU time
+	 * its CPUs use divided by the summed weight of its runnable tasks, the
+	 * rate at which a nice-0 task's vtime moves under fair sharing
+	 * (EEVDF's average vruntime V, without the average).
+	 */
+	u64 vclock;
+	s64 load;		/* summed weights of its runnable tasks (100 = nice 0) */
+	s64 nr_running;		/* and their number (statistics; the NUMA rule counts nodes) */
+	u64 pad[5];
+};
+struct llc_ctx llcs[MAX_LLCS];
+
+static __always_inline struct llc_ctx *llc_ctx(u32 llc)
+{
+	barrier_var(llc);
+	return &llcs[llc & (MAX_LLCS - 1)];
+}
+
 /* Per-task state, in task-local storage. */
 struct task_ctx {
 	/* Scratch mask for "allowed CPUs within this LLC/node". */
@@ -179,6 +220,16 @@ struct task_ctx {
 	u64 node_since;		/* when it arrived on last_node */
 	u64 queued_at;		/* when it was last queued (LLC DSQ or swq) */
 	u32 full_slices;	/* slices used up in a row without sleeping */
+	/*
+	 * Fair virtual time (ns at nice 0), on the clock of LLC vllc: a task
+	 * that moves LLCs keeps its lag, its distance to the clock.
+	 */
+	u64 vtime;
+	s32 vllc;		/* LLC whose clock vtime is on, -1: none yet */
+	u32 rq_weight;		/* weight counted in llcs[rq_llc].load */
+	u64 exec;		/* ns run since it last woke */
+	u64 burst;		/* ns run per wakeup, averaged (1/4 new) */
+	u32 woke;		/* became runnable since last queued: clamp its lag */
 	/*
 	 * Set by select_cpu when the wakeup is to go through the shared
 	 * wakequeue (enum swq_why); enqueue consumes it.

@@ -10,69 +10,90 @@
 
 #include "nimble.bpf.h"
 #include "topo.bpf.h"
+#include "vtime.bpf.h"
 
-/* Runnable user tasks (running or queued) per node, by the CPU they are on. */
-u64 node_nr_running[MAX_NODES];
-/* The same per LLC (statistics only: the rules read nodes). */
-u64 llc_nr_running[MAX_LLCS];
+/*
+ * Per node, a cache line each: runnable user tasks (running or queued) by
+ * the CPU they are on, and their average and overload time (below).
+ */
+struct node_ctx {
+	s64 nr_running;
+	s64 load_avg;
+	u64 overloaded_since;
+	u64 pad[5];
+};
+struct node_ctx nodes[MAX_NODES];
+
+static __always_inline struct node_ctx *node_ctx(u32 node)
+{
+	barrier_var(node);
+	return &nodes[node & (MAX_NODES - 1)];
+}
 
 static __always_inline void node_running_add(s32 node, s64 delta)
 {
 	if (node >= 0 && node < MAX_NODES)
-		__sync_fetch_and_add(&node_nr_running[node & (MAX_NODES - 1)], delta);
-}
-
-static __always_inline void llc_running_add(s32 llc, s64 delta)
-{
-	if (llc >= 0 && llc < MAX_LLCS)
-		__sync_fetch_and_add(&llc_nr_running[llc & (MAX_LLCS - 1)], delta);
+		__sync_fetch_and_add(&node_ctx(node)->nr_running, delta);
 }
 
 /*
- * Runnable tasks per node averaged over ticks (x1024; each tick of a busy
- * CPU moves its node's average 1/8 of the way to the current count). Short
- * spikes (a kernel thread, a shell pipeline) barely move it, so overload
- * decisions, which may move any task, follow sustained load only; the
- * kernel uses PELT averages for the same reason.
+ * The same per LLC, with the tasks' summed weight: the load that the LLC's
+ * clock and the balancing between LLCs (balance.bpf.h) read.
+ */
+static __always_inline void llc_running_add(s32 llc, s64 delta, s64 weight)
+{
+	struct llc_ctx *l;
+
+	if (llc < 0 || llc >= MAX_LLCS)
+		return;
+	l = llc_ctx(llc);
+	__sync_fetch_and_add(&l->nr_running, delta);
+	__sync_fetch_and_add(&l->load, delta * weight);
+}
+
+/*
+ * node_ctx.load_avg: runnable tasks per node averaged over ticks (x1024;
+ * each tick of a busy CPU moves its node's average 1/8 of the way to the
+ * current count). Short spikes (a kernel thread, a shell pipeline) barely
+ * move it, so overload decisions, which may move any task, follow
+ * sustained load only; the kernel uses PELT averages for the same reason.
+ *
+ * node_ctx.overloaded_since: since when the node's average has been above
+ * its CPU count (0: it is not). An overload that lasts numa_patience_ns
+ * lets other nodes take any of its waiting tasks, whatever the rule says.
  */
 #define NODE_LOAD_SHIFT	10
-s64 node_load_avg[MAX_NODES];
-
-/*
- * Since when each node's average has been above its CPU count (0: it is
- * not). An overload that lasts numa_patience_ns lets other nodes take any
- * of its waiting tasks, whatever the rule says.
- */
-u64 node_overloaded_since[MAX_NODES];
 
 static __always_inline bool node_load_over(u32 n)
 {
 	n &= MAX_NODES - 1;
-	return node_load_avg[n] > ((s64)node_nr_cpus[n] << NODE_LOAD_SHIFT);
+	return node_ctx(n)->load_avg > ((s64)node_nr_cpus[n] << NODE_LOAD_SHIFT);
 }
 
 static __always_inline void node_tick(s32 cpu)
 {
 	u64 now = bpf_ktime_get_ns();
+	struct node_ctx *nc;
 	s64 run, avg;
 	u32 n;
 
 	if (!valid_cpu(cpu))
 		return;
-	n = node_of(cpu) & (MAX_NODES - 1);
-	run = node_nr_running[n];
-	avg = node_load_avg[n];
+	n = node_of(cpu);
+	nc = node_ctx(n);
+	run = nc->nr_running;
+	avg = nc->load_avg;
 	/* Racy read-modify-write from the node's CPUs: a lost update is harmless. */
-	node_load_avg[n] = avg + (((run << NODE_LOAD_SHIFT) - avg) >> 3);
+	nc->load_avg = avg + (((run << NODE_LOAD_SHIFT) - avg) >> 3);
 	if (!node_load_over(n))
-		node_overloaded_since[n] = 0;
-	else if (!node_overloaded_since[n])
-		node_overloaded_since[n] = now;
+		nc->overloaded_since = 0;
+	else if (!nc->overloaded_since)
+		nc->overloaded_since = now;
 }
 
 static __always_inline bool node_overloaded_long(u32 node)
 {
-	u64 since = node_overloaded_since[node & (MAX_NODES - 1)];
+	u64 since = node_ctx(node)->overloaded_since;
 
 	return since && bpf_ktime_get_ns() - since >= numa_patience_ns;
 }
@@ -100,25 +121,23 @@ static __always_inline void node_runnable(struct task_struct *p, struct task_ctx
 		return;
 	tctx->rq_node = node_of(cpu);
 	tctx->rq_llc = llc_of(cpu);
+	tctx->rq_weight = task_weight(p);
 	node_running_add(tctx->rq_node, 1);
-	llc_running_add(tctx->rq_llc, 1);
+	llc_running_add(tctx->rq_llc, 1, tctx->rq_weight);
 	node_arrive(tctx, tctx->rq_node);
 }
 
-/* The task runs on @cpu: if that is another LLC or node, move its count. */
-static __always_inline void node_moved(struct task_ctx *tctx, s32 cpu)
+/* Count the (runnable) task on @llc from now on, and on its node. */
+static __always_inline void rq_move(struct task_ctx *tctx, u32 llc)
 {
-	s32 node, llc;
+	s32 node;
 
-	if (tctx->rq_node < 0 || !valid_cpu(cpu))
+	if (tctx->rq_node < 0 || llc == tctx->rq_llc)
 		return;
-	llc = llc_of(cpu);
-	if (llc != tctx->rq_llc) {
-		llc_running_add(tctx->rq_llc, -1);
-		llc_running_add(llc, 1);
-		tctx->rq_llc = llc;
-	}
-	node = node_of(cpu);
+	llc_running_add(tctx->rq_llc, -1, tctx->rq_weight);
+	llc_running_add(llc, 1, tctx->rq_weight);
+	tctx->rq_llc = llc;
+	node = node_of_llc(llc);
 	if (node == tctx->rq_node)
 		return;
 	node_running_add(tctx->rq_node, -1);
@@ -127,13 +146,20 @@ static __always_inline void node_moved(struct task_ctx *tctx, s32 cpu)
 	node_arrive(tctx, node);
 }
 
+/* The task runs on @cpu: if that is another LLC or node, move its count. */
+static __always_inline void node_moved(struct task_ctx *tctx, s32 cpu)
+{
+	if (valid_cpu(cpu))
+		rq_move(tctx, llc_of(cpu));
+}
+
 /* The task stopped being runnable (slept, exited, left the scheduler). */
 static __always_inline void node_quiescent(struct task_ctx *tctx)
 {
 	if (tctx->rq_node < 0)
 		return;
 	node_running_add(tctx->rq_node, -1);
-	llc_running_add(tctx->rq_llc, -1);
+	llc_running_add(tctx->rq_llc, -1, tctx->rq_weight);
 	tctx->rq_node = -1;
 }
 

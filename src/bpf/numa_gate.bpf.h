@@ -53,7 +53,7 @@ struct numa_snap {
 	s32 idle[MAX_NODES];	/* idle CPUs (among the task's, at fork) */
 	s32 run[MAX_NODES];	/* runnable tasks */
 	s32 allowed[MAX_NODES];	/* CPUs the task may use (all, at runtime) */
-	s64 load[MAX_NODES];	/* node_load_avg */
+	s64 load[MAX_NODES];	/* node_ctx.load_avg */
 	/*
 	 * Copied from node_nr_cpus: summing the read-only constants in a loop
 	 * gives the verifier a new exact value each iteration, which it
@@ -128,9 +128,9 @@ static struct numa_snap *numa_snapshot(const struct cpumask *allowed, s32 self)
 		} else {
 			s->allowed[k] = node_nr_cpus[k];
 		}
-		run = node_nr_running[k];
+		run = node_ctx(k)->nr_running;
 		s->run[k] = run > 0 ? run : 0;
-		s->load[k] = node_load_avg[k];
+		s->load[k] = node_ctx(k)->load_avg;
 		s->cpus[k] = node_nr_cpus[k];
 	}
 	if (valid_cpu(self) && !bpf_cpumask_test_cpu(self, idle))

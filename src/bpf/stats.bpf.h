@@ -39,17 +39,20 @@ struct {
 	__type(value, struct llc_stats);
 } llc_stats SEC(".maps");
 
-/* Queue-wait histograms, two per LLC (enum wait_queue); shared, atomic adds. */
+/* Queue-wait histograms, two per LLC (enum wait_queue), per CPU. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, MAX_LLCS * NR_WAIT_QUEUES);
 	__type(key, u32);
 	__type(value, struct wait_hist);
 } wait_hist SEC(".maps");
 
-/* Tasks in each LLC's swq and DSQ now (exact: +1 on insert, -1 on run or drop). */
+/*
+ * Tasks in each LLC's swq now (exact: +1 on insert, -1 on run or drop); read
+ * by every dispatch, so kept where it is read. The LLC DSQs' depth is in
+ * llc_stats (LSTAT_LLC_IN - LSTAT_LLC_OUT), per CPU.
+ */
 s64 swq_depth[MAX_LLCS];
-s64 llc_queued[MAX_LLCS];
 
 static __always_inline void lstat_add(u32 llc, enum llc_stat idx, u64 v)
 {
@@ -78,30 +81,51 @@ static __always_inline void record_wait(u32 llc, enum wait_queue q, u64 ns)
 	u32 b = wait_hist_bucket(ns);
 
 	if (h && b < WAIT_HIST_BUCKETS)
-		__sync_fetch_and_add(&h->bucket[b], 1);
+		h->bucket[b]++;
 }
 
-/* The depth counter of the queue behind @path at @llc (NULL: none kept). */
-static __always_inline s64 *queue_depth(u32 path, u32 llc)
+/*
+ * Tasks queued by us that have neither run nor been dropped yet: +1 and -1
+ * on whichever CPU queues or runs them; userspace sums the CPUs.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, s64);
+} pending SEC(".maps");
+
+static __always_inline void pending_add(s64 v)
+{
+	u32 zero = 0;
+	s64 *n = bpf_map_lookup_elem(&pending, &zero);
+
+	if (n)
+		*n += v;
+}
+
+/* A task entered (+1) or left (-1) the queue behind @path at @llc. */
+static __always_inline void queue_depth_add(u32 path, u32 llc, s64 v)
 {
 	llc &= MAX_LLCS - 1;
 	if (path == PATH_SWQ)
-		return &swq_depth[llc];
-	if (path == PATH_LLC)
-		return &llc_queued[llc];
-	return NULL;
+		__sync_fetch_and_add(&swq_depth[llc], v);
+	else if (path == PATH_LLC)
+		lstat_add(llc, v > 0 ? LSTAT_LLC_IN : LSTAT_LLC_OUT, 1);
 }
 
-/* Tasks queued by us that have neither run nor been dropped yet. */
-u64 nr_pending;
-
-static __always_inline void stat_inc(enum nimble_stat idx)
+static __always_inline void stat_add(enum nimble_stat idx, u64 v)
 {
 	u32 zero = 0;
 	struct nimble_stats *s = bpf_map_lookup_elem(&stats, &zero);
 
 	if (s && idx < NR_NIMBLE_STATS)
-		s->cnt[idx]++;
+		s->cnt[idx] += v;
+}
+
+static __always_inline void stat_inc(enum nimble_stat idx)
+{
+	stat_add(idx, 1);
 }
 
 /* A remote steal, by the NUMA tier between the two nodes. */
@@ -136,31 +160,25 @@ static __always_inline void count_migration(struct task_ctx *tctx, s32 cpu)
 /* The task left its queue without running (or is about to be re-queued). */
 static __always_inline void path_drop(struct task_ctx *tctx)
 {
-	s64 *depth;
-
 	if (tctx->path == PATH_NONE)
 		return;
-	if ((depth = queue_depth(tctx->path, tctx->queued_llc)))
-		__sync_fetch_and_sub(depth, 1);
+	queue_depth_add(tctx->path, tctx->queued_llc, -1);
 	tctx->path = PATH_NONE;
 	stat_inc(STAT_DROPPED);
-	__sync_fetch_and_sub(&nr_pending, 1);
+	pending_add(-1);
 }
 
 /* Record that the task was just inserted into a queue via @path. */
 static __always_inline void path_queue(struct task_ctx *tctx, u32 path, u32 llc,
 				       enum nimble_stat ins)
 {
-	s64 *depth;
-
 	/* A task queued again before it ran was dequeued behind our back. */
 	path_drop(tctx);
 	tctx->path = path;
 	tctx->queued_llc = llc;
-	if ((depth = queue_depth(path, llc)))
-		__sync_fetch_and_add(depth, 1);
+	queue_depth_add(path, llc, 1);
 	stat_inc(ins);
-	__sync_fetch_and_add(&nr_pending, 1);
+	pending_add(1);
 }
 
 /* The task starts running on @cpu: attribute it to the path that got it there. */
@@ -174,7 +192,7 @@ static __always_inline void path_run(struct task_ctx *tctx, s32 cpu)
 
 	if (tctx->path == PATH_SWQ) {
 		llc &= MAX_LLCS - 1;
-		__sync_fetch_and_sub(&swq_depth[llc], 1);
+		queue_depth_add(PATH_SWQ, llc, -1);
 		record_wait(llc, WAIT_SWQ, bpf_ktime_get_ns() - tctx->queued_at);
 		lstat_add(llc, LSTAT_PULL, 1);
 		if (!valid_cpu(cpu) || llc_of(cpu) != llc)
@@ -186,7 +204,7 @@ static __always_inline void path_run(struct task_ctx *tctx, s32 cpu)
 		idx = STAT_RUN_LOCAL;
 	else {
 		/* PATH_LLC: own LLC, a sibling LLC of the node, or another node */
-		__sync_fetch_and_sub(&llc_queued[llc & (MAX_LLCS - 1)], 1);
+		queue_depth_add(PATH_LLC, llc, -1);
 		if (!valid_cpu(cpu) || llc >= MAX_LLCS) {
 			idx = STAT_DROPPED;	/* cannot happen; keeps the sum exact */
 		} else {
@@ -204,7 +222,7 @@ static __always_inline void path_run(struct task_ctx *tctx, s32 cpu)
 
 	stat_inc(idx);
 	tctx->path = PATH_NONE;
-	__sync_fetch_and_sub(&nr_pending, 1);
+	pending_add(-1);
 }
 
 #endif /* __NIMBLE_STATS_BPF_H */

@@ -82,6 +82,7 @@ run_mix "nimble, 8 each of nice 0/3/6" "$MIX2"; ratios nimble
 bad2=$BAD
 assert_attached "after the weight mixes"
 stop_sched
+log "$(grep '^final:' "$SCHED_OUT" | tr ' ' '\n' | grep -E '^(balance|preempt|lag_clamp|wake_sync|slices|slice_ns|migrate_llc)=' | tr '\n' ' ')"
 assert_clean_dmesg
 assert_counter imbalance = 0
 if [ "${WEIGHTS_ASSERT:-0}" = 1 ]; then
