@@ -27,7 +27,7 @@ pub struct Group {
     pub ins_direct: u64,
     #[stat(desc = "Single-CPU tasks enqueued on their idle CPU's local DSQ")]
     pub ins_local: u64,
-    #[stat(desc = "Tasks queued on an LLC dispatch queue (vtime ordered)")]
+    #[stat(desc = "Tasks queued on an LLC dispatch queue (deadline ordered)")]
     pub ins_llc: u64,
     #[stat(desc = "Tasks queued on an LLC's shared wakequeue")]
     pub ins_swq: u64,
@@ -72,7 +72,7 @@ pub struct Group {
     #[stat(desc = "Sync wakeups queued on the waker's CPU (the waker is about to sleep)")]
     #[serde(default)]
     pub wake_sync: u64,
-    #[stat(desc = "Woken tasks whose sleep credit was cut to --vtime credit (lag clamp)")]
+    #[stat(desc = "Tasks queued over a slice after their last deadline (no credit kept: lag clamp)")]
     #[serde(default)]
     pub lag_clamp: u64,
     #[stat(desc = "Wakeups that preempted a later-deadline task on their CPU")]

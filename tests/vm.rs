@@ -309,6 +309,7 @@ vm_cases! {
     n2l4_hotplug_two_cpus: "n2l4", "hotplug.sh", Ci, script_only;
     n2l4_signals_int_term_kill: "n2l4", "signals.sh", Ci, script_only;
     n2l4_torture_forks_wakeups_nice_cgroups: "n2l4", "torture.sh", Full, script_only;
+    n2l4_nice_weights_across_llcs: "n2l4", "weights.sh", Full, script_only;
     n2l4_node_running_counts: "n2l4", "nodes.sh", Full, script_only;
     n2l4_pinned_task_runs: "n2l4", "pinned.sh", Full, script_only;
     n2l4_numa_pair_stays_local_by_rule: "n2l4", "numa_locality.sh", Full, script_only;

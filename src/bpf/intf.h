@@ -75,7 +75,7 @@ enum nimble_stat {
 
 	/* The core policy (vtime.bpf.h, balance.bpf.h, idle.bpf.h). */
 	STAT_WAKE_SYNC,		/* select_cpu: a sync wakeup queued on the waker's CPU */
-	STAT_LAG_CLAMP,		/* a woken task's credit cut to vtime_credit_ns */
+	STAT_LAG_CLAMP,		/* queued over a slice past its last deadline: no credit kept */
 	STAT_PREEMPT,		/* a wakeup kicked a later-deadline task off its CPU */
 	STAT_BALANCE,		/* a task whose slice ended moved to a less loaded LLC */
 	STAT_SLICES,		/* slices given by the scaling (see SLICE_NS) */
@@ -162,7 +162,7 @@ struct wait_hist {
 
 /* The wait_hist map holds two histograms per LLC, at llc * 2 + enum wait_queue. */
 enum wait_queue {
-	WAIT_LLC,	/* the LLC's vtime DSQ */
+	WAIT_LLC,	/* the LLC's deadline-ordered DSQ */
 	WAIT_SWQ,	/* the LLC's shared wakequeue */
 	NR_WAIT_QUEUES,
 };

@@ -82,8 +82,8 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 					struct task_ctx *tctx)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
-	u64 queued, dl;
 	u32 llc;
+	u64 dl;
 
 	if (!valid_cpu(cpu)) {
 		scx_bpf_error("task %d on invalid CPU %d", p->pid, cpu);
@@ -92,8 +92,7 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 	llc = llc_of(cpu);
 	if (!(enq_flags & SCX_ENQ_WAKEUP))
 		llc = balance_llc(p, tctx, llc);
-	queued = scx_bpf_dsq_nr_queued(llc_dsq(llc));
-	dl = task_deadline(p, tctx, llc, queued);
+	dl = task_deadline(p, tctx, llc);
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
 	tctx->queued_at = bpf_ktime_get_ns();
 	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, dl, enq_flags);
@@ -103,7 +102,7 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 	}
 	kick_idle_cpu(p, cpu, tctx, false);
 	if (enq_flags & SCX_ENQ_WAKEUP)
-		maybe_preempt(p, cpu, dl);
+		maybe_preempt(cpu, dl);
 }
 
 #endif /* __NIMBLE_LLC_DSQ_BPF_H */

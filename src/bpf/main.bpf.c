@@ -6,9 +6,9 @@
  *
  * This file wires the sched_ext callbacks to the mechanisms, one header each:
  *   idle.bpf.h     topology-ordered idle CPU pick, sync wakeups (select_cpu)
- *   vtime.bpf.h    per-LLC clocks, lag, deadlines, slices, wakeup preemption
+ *   vtime.bpf.h    deadlines in real time, slices, wakeup preemption
  *   balance.bpf.h  weight-aware balancing between the LLCs of a node
- *   llc_dsq.bpf.h  per-LLC deadline DSQs and idle kicks
+ *   llc_dsq.bpf.h  per-LLC DSQs in deadline order and idle kicks
  *   swq.bpf.h      per-LLC shared wakequeue (FIFO, sharded), its modes
  *   dispatch.bpf.h where a CPU takes work from: own LLC, node, other nodes
  *   topo.bpf.h     LLC/node cpumasks built from userspace's tables
@@ -72,7 +72,7 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 
 	/*
 	 * A task that can run on one CPU only skips select_cpu. If that CPU is
-	 * idle, go straight to it; otherwise it waits in its LLC DSQ in vtime
+	 * idle, go straight to it; otherwise it waits in its LLC DSQ in deadline
 	 * order like everyone else, which the pinned CPU always consumes first.
 	 */
 	if (p->nr_cpus_allowed == 1 && scx_bpf_test_and_clear_cpu_idle(cpu)) {
@@ -124,7 +124,7 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 	if (!tctx || !valid_cpu(cpu))
 		return;
 	tctx->run_start = bpf_ktime_get_ns();
-	vtime_running(p, tctx, cpu, tctx->path == PATH_LLC);
+	deadline_running(tctx, cpu);
 	scale_slice(p, cpu, scx_bpf_dsq_nr_queued(llc_dsq(llc_of(cpu))));
 	path_run(tctx, cpu);
 	count_migration(tctx, cpu);
@@ -138,7 +138,7 @@ void BPF_STRUCT_OPS(nimble_runnable, struct task_struct *p, u64 enq_flags)
 	if (tctx) {
 		node_runnable(p, tctx, scx_bpf_task_cpu(p));
 		tctx->full_slices = 0;	/* it slept: not CPU-bound */
-		vtime_woke(tctx);
+		deadline_woke(tctx);
 	}
 }
 
@@ -157,21 +157,7 @@ void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 
 	if (!tctx || !tctx->run_start || !valid_cpu(cpu))
 		return;
-	cpu_cur[cpu & (MAX_CPUS - 1)].deadline = 0;
-	/* Charge the time used at the task's weight; the LLC's clock moves. */
-	vtime_charge(p, tctx, cpu, bpf_ktime_get_ns() - tctx->run_start);
-}
-
-/* A new task (or one handed to us at load) starts at its LLC's clock. */
-void BPF_STRUCT_OPS(nimble_enable, struct task_struct *p)
-{
-	struct task_ctx *tctx = lookup_task_ctx(p);
-	s32 cpu = scx_bpf_task_cpu(p);
-
-	if (tctx && valid_cpu(cpu)) {
-		tctx->vllc = llc_of(cpu);
-		tctx->vtime = llc_ctx(tctx->vllc)->vclock;
-	}
+	deadline_charge(p, tctx, cpu, bpf_ktime_get_ns() - tctx->run_start);
 }
 
 s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,
@@ -188,7 +174,6 @@ s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,
 	if (!mask)
 		return -ENOMEM;
 	tctx->rq_node = -1;
-	tctx->vllc = -1;
 	tctx->last_cpu = -1;
 	tctx->home = -1;
 	tctx->last_node = -1;
@@ -249,7 +234,6 @@ SCX_OPS_DEFINE(nimble_ops,
 	       .running		= (void *)nimble_running,
 	       .stopping	= (void *)nimble_stopping,
 	       .quiescent	= (void *)nimble_quiescent,
-	       .enable		= (void *)nimble_enable,
 	       .init_task	= (void *)nimble_init_task,
 	       .exit_task	= (void *)nimble_exit_task,
 	       .init		= (void *)nimble_init,

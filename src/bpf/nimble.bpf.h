@@ -23,32 +23,22 @@ const volatile u64 slice_ns = 5ULL * 1000 * 1000;
  * long queue over faster (lower wait); larger keeps context switches (and,
  * in a VM, exits) rarer under load.
  */
-const volatile u64 slice_min_ns = 1000ULL * 1000;
+const volatile u64 slice_min_ns = 5ULL * 1000 * 1000;
 
 /*
- * Wakeup preemption: a woken task whose virtual deadline is earlier than the
- * running task's on its CPU by more than this (ns at nice 0) kicks it off.
+ * Wakeup preemption: a woken task whose deadline is earlier than the
+ * running task's on its CPU by more than this (ns) kicks it off.
  * Lower favours latency of wakers, higher favours throughput of the
- * running task; U64_MAX (--no-preempt) turns it off.
+ * running task; U64_MAX (the default, no --preempt-gap-us) turns it off.
  */
-const volatile u64 preempt_gap_ns = 1000ULL * 1000;
+const volatile u64 preempt_gap_ns = (u64)-1;
 
 /*
- * How much vruntime credit a sleeper keeps, in ns: a task cannot be queued
- * further behind the global vruntime clock than this, so it wakes ahead of
- * CPU hogs but cannot monopolise a CPU for longer. Larger favours
- * interactive tasks, smaller favours fairness between hogs.
- */
-const volatile u64 vtime_credit_ns = 20ULL * 1000 * 1000;
-
-/*
- * The longest a queued task should wait for a CPU, in ns. A low-weight task
- * is charged much more vruntime per ns run (nice 19: ~100x), so after a
- * slice it lands far ahead of the clock. It is queued no further ahead than
- * the clock advances in this time at the current load (queued tasks per CPU
- * of its LLC), so it is never starved into the sched_ext watchdog.
- * Larger keeps nice levels sharper under heavy load; smaller bounds the
- * latency of low-priority tasks.
+ * The furthest ahead of now a task's deadline may be, in ns. A low-weight
+ * task among many gets a deadline far ahead (nice 19 among nice-0 tasks:
+ * ~100x its request); it is capped here so it is never starved into the
+ * sched_ext watchdog. Larger keeps nice levels sharper under heavy load;
+ * smaller bounds the latency of low-priority tasks.
  */
 const volatile u64 max_wait_ns = 1000ULL * 1000 * 1000;
 
@@ -176,21 +166,14 @@ static __always_inline struct nimble_ctl *ctl(void)
 }
 
 /*
- * Per-LLC state, padded to a cache line of its own so LLCs do not share one.
- * The clock is written by the LLC's CPUs only; load and nr_running by tasks
- * becoming runnable there or leaving (atomics, one line per LLC).
+ * Per-LLC state, padded to a cache line of its own so LLCs do not share one:
+ * written by tasks becoming runnable there or leaving (atomics), read by
+ * deadlines (vtime.bpf.h) and balancing (balance.bpf.h).
  */
 struct llc_ctx {
-	/*
-	 * The LLC's virtual time (ns at nice 0). It advances by the CPU time
-	 * its CPUs use divided by the summed weight of its runnable tasks, the
-	 * rate at which a nice-0 task's vtime moves under fair sharing
-	 * (EEVDF's average vruntime V, without the average).
-	 */
-	u64 vclock;
 	s64 load;		/* summed weights of its runnable tasks (100 = nice 0) */
 	s64 nr_running;		/* and their number (statistics; the NUMA rule counts nodes) */
-	u64 pad[5];
+	u64 pad[6];
 };
 struct llc_ctx llcs[MAX_LLCS];
 
@@ -220,16 +203,12 @@ struct task_ctx {
 	u64 node_since;		/* when it arrived on last_node */
 	u64 queued_at;		/* when it was last queued (LLC DSQ or swq) */
 	u32 full_slices;	/* slices used up in a row without sleeping */
-	/*
-	 * Fair virtual time (ns at nice 0), on the clock of LLC vllc: a task
-	 * that moves LLCs keeps its lag, its distance to the clock.
-	 */
-	u64 vtime;
-	s32 vllc;		/* LLC whose clock vtime is on, -1: none yet */
 	u32 rq_weight;		/* weight counted in llcs[rq_llc].load */
+	u64 deadline;		/* its last deadline (vtime.bpf.h), real time */
+	u64 vstart;		/* when it was last eligible to start */
+	u64 vfin;		/* its finish time: CPU time used, stretched */
 	u64 exec;		/* ns run since it last woke */
 	u64 burst;		/* ns run per wakeup, averaged (1/4 new) */
-	u32 woke;		/* became runnable since last queued: clamp its lag */
 	/*
 	 * Set by select_cpu when the wakeup is to go through the shared
 	 * wakequeue (enum swq_why); enqueue consumes it.

@@ -1,19 +1,37 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Virtual time: per-LLC clocks, each task's lag carried between LLCs, the
- * virtual deadline that orders an LLC DSQ, the slice a task is given, and
+ * Deadlines: the key that orders an LLC DSQ, the slice a task is given, and
  * wakeup preemption read from a per-CPU record of the running deadline.
  *
+ * A task's deadline is a point in real time (bpf_ktime_get_ns(), the same
+ * on every CPU). Every ns it runs moves its finish time by
+ * load / (weight * CPUs) ns; queued, it may start at that finish time or
+ * now, whichever is later, and its deadline is one request further:
+ *
+ *   finish  += ran * load / (weight * CPUs)
+ *   deadline = max(now, finish) + request * load / (weight * CPUs)
+ *
+ * where load is the summed weight of the LLC's runnable tasks. A task with
+ * weight w among load W on n CPUs is owed w/W of n CPUs, so it earns one
+ * request of CPU time every request * W / (w * n): ordering by these
+ * deadlines shares the LLC by weight (Zhang's VirtualClock; EEVDF's
+ * virtual deadline, vruntime + request / weight, in real time).
+ *
  * Where the ideas come from (README, "The core policy"):
- *   deadline = vtime + request / weight        EEVDF (kernel/sched/fair.c)
- *   request = recent burst, within the slice   scx_cosmos's exec_runtime,
- *                                              scx_bpfland's deadline
- *   lag clamped when a task wakes              place_entity(); the sleep
- *                                              credit of scx_bpfland/cosmos
- *   one clock per LLC, lag carried over        scx_p2dq's per-LLC vtime
- *   clock rate = CPU time / runnable weight    CFS/EEVDF's V, without the
- *                                              weighted average
- *   slice shrinks with the queue               scx_lavd, scx_flash
+ *   virtual deadline = start + request / share  EEVDF (kernel/sched/fair.c),
+ *                                               VirtualClock
+ *   request = recent burst, within the slice    scx_cosmos's exec_runtime,
+ *                                               scx_bpfland's deadline
+ *   start = max(now, previous deadline)         the lag clamp: EEVDF's
+ *                                               place_entity() keeps no
+ *                                               credit for sleeping; a hog
+ *                                               cannot bank future time
+ *   slice shrinks with the queue                scx_lavd, scx_flash
+ * The old core's vtime ordering kept one global clock that raced ahead, so
+ * in practice it queued in arrival order (fast on hackbench, flat on nice
+ * weights); an LLC clock in vtime units kept weights but cost hackbench 2x
+ * in the VM (README, Known limits). Real time needs no clock of our own,
+ * no lag carried between LLCs, and no shared write on the hot path.
  */
 #ifndef __NIMBLE_VTIME_BPF_H
 #define __NIMBLE_VTIME_BPF_H
@@ -22,9 +40,9 @@
 #include "stats.bpf.h"
 
 /*
- * The deadline of the task running on each CPU (0: none of ours yet), on
- * the clock of the CPU's LLC. Written by the CPU itself when a task starts,
- * read by wakeups that consider preempting it. A cache line per CPU.
+ * The deadline of the task running on each CPU (0: none of ours), written
+ * by the CPU itself when a task starts, read by wakeups that consider
+ * preempting it. A cache line per CPU.
  */
 struct cpu_cur {
 	u64 deadline;
@@ -35,29 +53,6 @@ struct cpu_cur cpu_cur[MAX_CPUS];
 static __always_inline u64 task_weight(const struct task_struct *p)
 {
 	return p->scx.weight ? p->scx.weight : 1;
-}
-
-/* @ns of CPU time in virtual time at @p's weight (nice 0: the same). */
-static __always_inline u64 vcharge(const struct task_struct *p, u64 ns)
-{
-	return ns * 100 / task_weight(p);
-}
-
-/*
- * Put the task's vtime on @llc's clock: same distance to the clock (lag) as
- * it had on the LLC it comes from, so moving neither gains nor loses it CPU.
- */
-static __always_inline void carry_lag(struct task_ctx *tctx, u32 llc)
-{
-	s32 from = tctx->vllc;
-
-	if (from == llc)
-		return;
-	if (from >= 0 && from < MAX_LLCS)
-		tctx->vtime = tctx->vtime - llc_ctx(from)->vclock + llc_ctx(llc)->vclock;
-	else
-		tctx->vtime = llc_ctx(llc)->vclock;
-	tctx->vllc = llc;
 }
 
 /*
@@ -75,96 +70,87 @@ static __always_inline u64 task_request(const struct task_ctx *tctx)
 	return r < slice_ns ? r : slice_ns;
 }
 
-static __always_inline u64 deadline_of(const struct task_struct *p,
-				       const struct task_ctx *tctx)
+/*
+ * @p's share of @llc as a stretch factor: @ns of its CPU time stands for
+ * ns * load / (weight * CPUs) of real time. Fewer tasks than CPUs: each may
+ * have a whole CPU.
+ */
+static __always_inline u64 stretch(const struct task_struct *p, u32 llc, u64 ns)
 {
-	return tctx->vtime + vcharge(p, task_request(tctx));
+	u64 n = llc_nr_cpus[llc & (MAX_LLCS - 1)];
+	s64 load = llc_ctx(llc)->load;
+
+	if (!n)
+		n = 1;
+	if (load < (s64)(100 * n))
+		load = 100 * n;
+	return ns * load / (task_weight(p) * n);
 }
 
 /*
- * The key to queue @p with on @llc's DSQ (@queued tasks there now): its
- * virtual deadline, after moving its vtime onto the LLC's clock and
- * clamping it.
- *  - A task that woke keeps at most vtime_credit_ns of CPU time as credit
- *    (lag): long sleepers do not come back owed seconds, hogs bank nothing.
- *  - No task is queued further ahead of the clock than it moves in
- *    max_wait_ns at this queue length: the watchdog bound for nice 19.
+ * A task that used up this many slices in a row without sleeping is
+ * CPU-bound (as for the NUMA push): only such tasks start at their finish
+ * time. A task that sleeps starts now: ordering frequent sleepers by what
+ * they used made hackbench 2-3x slower in the VM (README, Known limits),
+ * while their short requests already give them early deadlines.
+ */
+#define HOG_SLICES	2
+
+/*
+ * The key to queue @p with on @llc's DSQ: a CPU-bound task may start at its
+ * finish time (the CPU time it used, stretched) or now, whichever is later,
+ * any other now; its
+ * deadline is one request further; no further ahead than max_wait_ns, so
+ * a nice-19 task among many is never starved into the sched_ext watchdog.
  */
 static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx *tctx,
-					 u32 llc, u64 queued)
+					 u32 llc)
 {
-	u64 clock = llc_ctx(llc)->vclock, credit = vcharge(p, vtime_credit_ns);
-	u64 lead = max_wait_ns * llc_nr_cpus[llc & (MAX_LLCS - 1)] / (queued + 1);
+	u64 now = bpf_ktime_get_ns(), start = now, dl;
 
-	carry_lag(tctx, llc);
-	if (tctx->woke) {
-		tctx->woke = 0;
-		if (time_before(tctx->vtime, clock - credit)) {
-			tctx->vtime = clock - credit;
-			stat_inc(STAT_LAG_CLAMP);
-		}
-	}
-	if (lead < vtime_credit_ns)
-		lead = vtime_credit_ns;
-	if (time_after(tctx->vtime, clock + lead))
-		tctx->vtime = clock + lead;
-	return deadline_of(p, tctx);
+	if (tctx->full_slices >= HOG_SLICES && time_after(tctx->vfin, now))
+		start = tctx->vfin;
+	else if (tctx->vfin && now - tctx->vfin > slice_ns)
+		stat_inc(STAT_LAG_CLAMP);	/* came back long after: no credit */
+	dl = start + stretch(p, llc, task_request(tctx));
+	if (time_after(dl, now + max_wait_ns))
+		dl = now + max_wait_ns;
+	tctx->vstart = start;
+	tctx->deadline = dl;
+	return dl;
+}
+
+/* @p starts on @cpu: record its deadline for wakeup preemption. */
+static __always_inline void deadline_running(struct task_ctx *tctx, s32 cpu)
+{
+	cpu_cur[cpu & (MAX_CPUS - 1)].deadline = tctx->deadline;
 }
 
 /*
- * @p starts on @cpu (from the LLC DSQ when @from_queue): record its
- * deadline for wakeup preemption, and keep the LLC's clock near the front
- * of its queue. The clock catches up with a queue head whose vtime is ahead
- * of it by at most a slice per pick (one far-ahead nice-19 task cannot drag
- * it), and is pulled back to within vtime_credit_ns of a head whose
- * deadline is behind it (the clock ran ahead of its tasks), so that woken
- * tasks, queued near the clock, are not put behind every hog. Deadlines,
- * not vtimes, for the latter: a low-weight task's vtime trails by its
- * longer request without the clock being ahead.
+ * @p ran @ran ns on @cpu: its finish time moves by that time stretched by
+ * its share of the LLC (charged for what it used, not what it asked), at
+ * most max_wait_ns ahead of now.
  */
-static __always_inline void vtime_running(struct task_struct *p, struct task_ctx *tctx,
-					  s32 cpu, bool from_queue)
+static __always_inline void deadline_charge(struct task_struct *p, struct task_ctx *tctx,
+					    s32 cpu, u64 ran)
 {
-	u32 llc = llc_of(cpu);
-	struct llc_ctx *l = llc_ctx(llc);
-	u64 clock = l->vclock, v, dl;
+	u64 now = bpf_ktime_get_ns(), fin = tctx->vfin;
 
-	carry_lag(tctx, llc);
-	v = tctx->vtime;
-	dl = deadline_of(p, tctx);
-	if (from_queue) {
-		if (time_before(clock, v))
-			l->vclock = time_before(v, clock + slice_ns) ? v : clock + slice_ns;
-		else if (time_after(clock, dl + vtime_credit_ns))
-			l->vclock = dl + vtime_credit_ns;
-	}
-	cpu_cur[cpu & (MAX_CPUS - 1)].deadline = dl;
-}
-
-/*
- * @p ran @ran ns on @cpu: charge it at its weight, and move the LLC's clock
- * by the same time over the LLC's runnable weight (a racy add from the
- * LLC's CPUs: a lost update only slows the clock a little).
- */
-static __always_inline void vtime_charge(struct task_struct *p, struct task_ctx *tctx,
-					 s32 cpu, u64 ran)
-{
-	struct llc_ctx *l = llc_ctx(llc_of(cpu));
-	s64 load = l->load;
-
-	tctx->vtime += vcharge(p, ran);
+	cpu_cur[cpu & (MAX_CPUS - 1)].deadline = 0;
 	tctx->exec += ran;
-	if (load < 100)
-		load = 100;
-	l->vclock += ran * 100 / load;
+	if (time_before(fin, tctx->vstart))
+		fin = tctx->vstart;
+	fin += stretch(p, llc_of(cpu), ran);
+	if (time_after(fin, now + max_wait_ns))
+		fin = now + max_wait_ns;
+	tctx->vfin = fin;
 }
 
 /* The task woke: fold what it ran since the last wakeup into its burst. */
-static __always_inline void vtime_woke(struct task_ctx *tctx)
+static __always_inline void deadline_woke(struct task_ctx *tctx)
 {
 	tctx->burst = (tctx->burst * 3 + tctx->exec) / 4;
 	tctx->exec = 0;
-	tctx->woke = 1;
 }
 
 /*
@@ -188,18 +174,17 @@ static __always_inline void scale_slice(struct task_struct *p, s32 cpu, u64 queu
 
 /*
  * A woken @p (deadline @dl) was queued for @cpu's LLC with no idle CPU:
- * if @cpu runs a task whose deadline is later by more than preempt_gap_ns
- * (at @p's weight), kick that task off; its CPU then takes the queue's
- * earliest deadline, @p.
+ * if @cpu runs a task whose deadline is later by more than preempt_gap_ns,
+ * kick that task off; its CPU then takes the queue's earliest deadline.
  */
-static __always_inline void maybe_preempt(struct task_struct *p, s32 cpu, u64 dl)
+static __always_inline void maybe_preempt(s32 cpu, u64 dl)
 {
 	u64 cur;
 
 	if (preempt_gap_ns == (u64)-1 || !valid_cpu(cpu))
 		return;
 	cur = cpu_cur[cpu & (MAX_CPUS - 1)].deadline;
-	if (!cur || !time_before(dl + vcharge(p, preempt_gap_ns), cur))
+	if (!cur || !time_before(dl + preempt_gap_ns, cur))
 		return;
 	cpu_cur[cpu & (MAX_CPUS - 1)].deadline = 0;	/* one kick is enough */
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);

@@ -1,0 +1,58 @@
+#!/bin/sh
+# BPF cost per callback (issue 19, acceptance 4): for each scheduler binary
+# given in BINS (default: scx_nimble), in rotated order over ROUNDS rounds
+# in this boot, attach it, run the same load (hackbench and perf bench sched
+# pipe pairs) with kernel.bpf_stats_enabled=1, and read every struct_ops
+# program's run_time_ns / run_cnt from bpftool. Prints one line per binary,
+# round and callback, then the median ns per call over the rounds. Not a
+# test: a measurement (vm/nimble-vm run --add OLD_BINARY -- BINS="scx_nimble
+# OLD" sh /tests/bpf_cost.sh).
+. /tests/lib.sh
+
+BINS=${BINS:-scx_nimble}
+ROUNDS=${ROUNDS:-3}
+CBS="select_cpu enqueue dispatch running stopping runnable quiescent tick"
+: >/tmp/cost
+
+load() {
+	hackbench -g 4 -l 200 >/dev/null 2>&1
+	perf bench sched pipe -l 20000 >/dev/null 2>&1 &
+	perf bench sched pipe -l 20000 >/dev/null 2>&1 &
+	perf bench sched pipe -l 20000 >/dev/null 2>&1 &
+	perf bench sched pipe -l 20000 >/dev/null 2>&1
+	wait
+}
+
+sysctl -qw kernel.bpf_stats_enabled=1 || fail "cannot enable BPF run-time stats"
+r=1
+while [ "$r" -le "$ROUNDS" ]; do
+	# rotate the order every round
+	set -- $BINS
+	i=1
+	while [ "$i" -lt "$r" ]; do first=$1; shift; set -- "$@" "$first"; i=$((i + 1)); done
+	for bin in "$@"; do
+		$bin >"$SCHED_OUT" 2>"$SCHED_ERR" &
+		SCHED_PID=$!
+		wait_until 600 "$bin did not attach" alive_and_attached
+		load
+		# name run_cnt run_time_ns of every nimble_* program (names are cut at 15)
+		bpftool -j prog show | tr '{' '\n' | grep '"name":"nimble_' |
+			sed 's/.*"name":"nimble_\([a-z_]*\)".*"run_time_ns":\([0-9]*\),"run_cnt":\([0-9]*\).*/\1 \3 \2/' |
+			grep -v '"' | while read -r name cnt ns; do
+				echo "$bin $r $name $cnt $ns" >>/tmp/cost
+			done
+		kill -INT "$SCHED_PID"; wait "$SCHED_PID"
+		wait_until 50 "sched_ext not disabled" state_disabled
+	done
+	r=$((r + 1))
+done
+sysctl -qw kernel.bpf_stats_enabled=0
+awk '{ printf "%s round %s %s: %d calls, %.0f ns/call\n", $1, $2, $3, $4, ($4 ? $5 / $4 : 0) }' /tmp/cost
+for bin in $BINS; do
+	for cb in $CBS; do
+		# names are cut at 15 characters: select_cpu appears as select_c
+		awk -v b="$bin" -v c="$cb" '$1 == b && index(c, $3) == 1 && $4 > 0 { print $5 / $4 }' /tmp/cost |
+			sort -n | awk -v b="$bin" -v c="$cb" '{ v[NR] = $1 } END { if (NR) printf "median %s %s %.0f ns/call (%d rounds)\n", b, c, v[int((NR + 1) / 2)], NR }'
+	done
+done
+pass "bpf cost measured"
