@@ -20,7 +20,6 @@
 #include "topo.bpf.h"
 #include "stats.bpf.h"
 #include "numa.bpf.h"
-#include "numa_gate.bpf.h"
 
 /* Is @node running more tasks than it has CPUs (none idle for long)? */
 static __always_inline bool node_busy(u32 node)
@@ -45,7 +44,7 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 	bool remote;
 
 	/* CPU-bound tasks only: short sleepers' load comes and goes. */
-	if (p->scx.slice || tctx->full_slices < NUMA_PUSH_MIN_SLICES)
+	if (p->scx.slice || tctx->full_slices < HOG_SLICES)
 		return own;
 	if (nr_llcs < 2 || p->nr_cpus_allowed == 1 || !w ||
 	    tctx->rq_node < 0 || tctx->rq_llc != own || own >= MAX_LLCS)

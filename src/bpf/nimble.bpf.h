@@ -183,6 +183,15 @@ static __always_inline struct llc_ctx *llc_ctx(u32 llc)
 	return &llcs[llc & (MAX_LLCS - 1)];
 }
 
+/*
+ * A task that used up this many slices in a row without sleeping (40 ms at
+ * the default slice) is CPU-bound: only such tasks keep the CPU time they
+ * used against them (vtime.bpf.h) and move between LLCs by load
+ * (balance.bpf.h). At 2, hackbench's senders counted: 2-3x slower in the
+ * VM; at 8, hackbench matches the old core and weights still hold.
+ */
+#define HOG_SLICES	8
+
 /* Per-task state, in task-local storage. */
 struct task_ctx {
 	/* Scratch mask for "allowed CPUs within this LLC/node". */

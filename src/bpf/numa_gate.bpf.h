@@ -415,7 +415,7 @@ static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_fl
 
 	if ((enq_flags & SCX_ENQ_WAKEUP) || p->scx.slice)
 		return false;
-	if (tctx->full_slices < NUMA_PUSH_MIN_SLICES)
+	if (tctx->full_slices < HOG_SLICES)
 		tctx->full_slices++;
 	if (nr_nodes < 2 || p->nr_cpus_allowed == 1 || !valid_cpu(from) ||
 	    tctx->full_slices < NUMA_PUSH_MIN_SLICES)

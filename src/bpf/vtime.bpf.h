@@ -88,18 +88,11 @@ static __always_inline u64 stretch(const struct task_struct *p, u32 llc, u64 ns)
 }
 
 /*
- * A task that used up this many slices in a row without sleeping is
- * CPU-bound (as for the NUMA push): only such tasks start at their finish
- * time. A task that sleeps starts now: ordering frequent sleepers by what
- * they used made hackbench 2-3x slower in the VM (README, Known limits),
- * while their short requests already give them early deadlines.
- */
-#define HOG_SLICES	2
-
-/*
  * The key to queue @p with on @llc's DSQ: a CPU-bound task may start at its
  * finish time (the CPU time it used, stretched) or now, whichever is later,
- * any other now; its
+ * any other now (ordering frequent sleepers by what they used made hackbench
+ * 2-3x slower in the VM; their short requests already give them early
+ * deadlines); its
  * deadline is one request further; no further ahead than max_wait_ns, so
  * a nice-19 task among many is never starved into the sched_ext watchdog.
  */
