@@ -236,6 +236,25 @@ mod tests {
     }
 
     #[test]
+    fn per_cpu_deltas_sum_exactly() {
+        // pending: +3 queued on CPU 0, -2 run on CPU 1 (stored as u64), +1 on CPU 2.
+        let cpus: Vec<Vec<u8>> = [3i64, -2, 1]
+            .iter()
+            .map(|v| v.to_ne_bytes().to_vec())
+            .collect();
+        assert_eq!(sum_percpu::<1>(&cpus)[0] as i64, 2);
+        // Wait histograms: bucket by bucket over CPUs.
+        let mut a = vec![0u64; hist::BUCKETS];
+        let mut b = vec![0u64; hist::BUCKETS];
+        a[3] = 5;
+        b[3] = 2;
+        b[7] = 1;
+        let raw = |h: &Vec<u64>| h.iter().flat_map(|w| w.to_ne_bytes()).collect::<Vec<u8>>();
+        let sum = hist_words(&sum_hist_percpu(&[raw(&a), raw(&b)]));
+        assert_eq!((sum[3], sum[7], sum.iter().sum::<u64>()), (7, 1, 8));
+    }
+
+    #[test]
     fn names_cover_every_counter_once() {
         let mut idx: Vec<u32> = NAMES.iter().map(|n| n.0).collect();
         idx.sort();

@@ -131,6 +131,12 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(50..=100_000))]
     pub slice_min_us: u64,
 
+    /// Run the wakee of a synchronous wakeup (pipes, sockets) on the waker's
+    /// CPU while some CPU is idle. In the VM: tbench +30 % at 4 clients,
+    /// hackbench and perf messaging 10-70 % slower (README), so off by default.
+    #[arg(long)]
+    pub wake_sync: bool,
+
     /// Wakeup preemption: a woken task preempts the one running on its CPU
     /// when its deadline is earlier by more than US microseconds. Off by
     /// default: in the VM it cost hackbench more than it gained tbench.

@@ -83,8 +83,8 @@ static s32 pick_idle_near(struct task_struct *p, s32 prev, struct task_ctx *tctx
 }
 
 /*
- * A synchronous wakeup (the waker is about to sleep: pipes, sockets, futex
- * hand-offs) runs the wakee on the waker's CPU, as the kernel's default
+ * With --wake-sync, a synchronous wakeup (the waker is about to sleep:
+ * pipes, sockets, futex hand-offs) runs the wakee on the waker's CPU, as the kernel's default
  * sched_ext pick and wake_affine() do: the pair shares a warm cache and no
  * IPI wakes an idle CPU (dear in a VM). Only if the waker's local queue is
  * empty and some CPU is idle (on a saturated machine the wakee would jump
@@ -99,7 +99,7 @@ static __always_inline s32 pick_sync_waker(struct task_struct *p, s32 prev, u64 
 	const struct cpumask *idle;
 	bool any_idle;
 
-	if (!(wake_flags & SCX_WAKE_SYNC) || (wake_flags & SCX_WAKE_FORK))
+	if (!wake_sync || !(wake_flags & SCX_WAKE_SYNC) || (wake_flags & SCX_WAKE_FORK))
 		return -ENOENT;
 	if (!valid_cpu(cpu) || !valid_cpu(prev) || node_of(cpu) != node_of(prev))
 		return -ENOENT;

@@ -92,7 +92,7 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 	llc = llc_of(cpu);
 	if (!(enq_flags & SCX_ENQ_WAKEUP))
 		llc = balance_llc(p, tctx, llc);
-	dl = task_deadline(p, tctx, llc);
+	dl = task_deadline(p, tctx);
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
 	tctx->queued_at = bpf_ktime_get_ns();
 	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, dl, enq_flags);

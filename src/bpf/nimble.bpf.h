@@ -51,6 +51,14 @@ const volatile u64 max_wait_ns = 1000ULL * 1000 * 1000;
  */
 const volatile u64 numa_patience_ns = 10ULL * 1000 * 1000;
 
+/*
+ * Sync wakeups (idle.bpf.h) run the wakee on the waker's CPU if set
+ * (--wake-sync): the pair shares a cache and no IPI is needed (tbench
+ * gains), but a waker that does not sleep at once delays its wakee
+ * (hackbench loses).
+ */
+const volatile bool wake_sync;
+
 /* Whether cores have SMT siblings: only then is "whole idle core" distinct. */
 const volatile bool smt_enabled;
 

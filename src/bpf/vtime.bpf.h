@@ -5,33 +5,37 @@
  *
  * A task's deadline is a point in real time (bpf_ktime_get_ns(), the same
  * on every CPU). Every ns it runs moves its finish time by
- * load / (weight * CPUs) ns; queued, it may start at that finish time or
- * now, whichever is later, and its deadline is one request further:
+ * load / (weight * CPUs) ns; queued, a CPU-bound task (HOG_SLICES) may
+ * start at that finish time or now, whichever is later, any other now, and
+ * its deadline is one request further:
  *
  *   finish  += ran * load / (weight * CPUs)
- *   deadline = max(now, finish) + request * load / (weight * CPUs)
+ *   deadline = start + request / weight              (nice 0: request)
  *
  * where load is the summed weight of the LLC's runnable tasks. A task with
- * weight w among load W on n CPUs is owed w/W of n CPUs, so it earns one
- * request of CPU time every request * W / (w * n): ordering by these
- * deadlines shares the LLC by weight (Zhang's VirtualClock; EEVDF's
- * virtual deadline, vruntime + request / weight, in real time).
+ * weight w among load W on n CPUs is owed w/W of n CPUs, so each ns it
+ * runs is worth W / (w * n) ns of real time: starting CPU-bound tasks at
+ * their finish time shares the LLC by weight (Zhang's VirtualClock; EEVDF's
+ * virtual deadline, vruntime + request / weight, in real time). The
+ * request term is not stretched by the load: a task queued while the LLC
+ * is crowded would otherwise wait behind every task queued for the next
+ * ~100 ms, which cost hackbench more than the old core's arrival order.
  *
  * Where the ideas come from (README, "The core policy"):
  *   virtual deadline = start + request / share  EEVDF (kernel/sched/fair.c),
  *                                               VirtualClock
  *   request = recent burst, within the slice    scx_cosmos's exec_runtime,
  *                                               scx_bpfland's deadline
- *   start = max(now, previous deadline)         the lag clamp: EEVDF's
+ *   start = max(now, finish), sleepers now      the lag clamp: EEVDF's
  *                                               place_entity() keeps no
  *                                               credit for sleeping; a hog
- *                                               cannot bank future time
- *   slice shrinks with the queue                scx_lavd, scx_flash
+ *                                               cannot bank (1 s cap)
+ *   slice shrinks with the queue                scx_lavd
  * The old core's vtime ordering kept one global clock that raced ahead, so
  * in practice it queued in arrival order (fast on hackbench, flat on nice
- * weights); an LLC clock in vtime units kept weights but cost hackbench 2x
- * in the VM (README, Known limits). Real time needs no clock of our own,
- * no lag carried between LLCs, and no shared write on the hot path.
+ * weights); an LLC clock in vtime units (tried first) kept weights but
+ * cost hackbench 2-3x in the VM. Real time needs no clock of our own, no
+ * lag carried between LLCs, and no shared write on the hot path.
  */
 #ifndef __NIMBLE_VTIME_BPF_H
 #define __NIMBLE_VTIME_BPF_H
@@ -88,16 +92,14 @@ static __always_inline u64 stretch(const struct task_struct *p, u32 llc, u64 ns)
 }
 
 /*
- * The key to queue @p with on @llc's DSQ: a CPU-bound task may start at its
- * finish time (the CPU time it used, stretched) or now, whichever is later,
- * any other now (ordering frequent sleepers by what they used made hackbench
- * 2-3x slower in the VM; their short requests already give them early
- * deadlines); its
- * deadline is one request further; no further ahead than max_wait_ns, so
- * a nice-19 task among many is never starved into the sched_ext watchdog.
+ * The key to queue @p with on its LLC's DSQ: a CPU-bound task may start at
+ * its finish time (the CPU time it used, stretched) or now, whichever is
+ * later, any other now (ordering frequent sleepers by what they used made
+ * hackbench 2-3x slower in the VM); its deadline is one request (at its
+ * weight) further, no further ahead than max_wait_ns, so a nice-19 task
+ * among many is never starved into the sched_ext watchdog.
  */
-static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx *tctx,
-					 u32 llc)
+static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx *tctx)
 {
 	u64 now = bpf_ktime_get_ns(), start = now, dl;
 
@@ -105,7 +107,7 @@ static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx 
 		start = tctx->vfin;
 	else if (tctx->vfin && now - tctx->vfin > slice_ns)
 		stat_inc(STAT_LAG_CLAMP);	/* came back long after: no credit */
-	dl = start + stretch(p, llc, task_request(tctx));
+	dl = start + task_request(tctx) * 100 / task_weight(p);
 	if (time_after(dl, now + max_wait_ns))
 		dl = now + max_wait_ns;
 	tctx->vstart = start;
