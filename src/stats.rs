@@ -72,7 +72,9 @@ pub struct Group {
     #[stat(desc = "Sync wakeups queued on the waker's CPU (the waker is about to sleep)")]
     #[serde(default)]
     pub wake_sync: u64,
-    #[stat(desc = "Tasks queued over a slice after their last deadline (no credit kept: lag clamp)")]
+    #[stat(
+        desc = "Tasks queued over a slice after their last deadline (no credit kept: lag clamp)"
+    )]
     #[serde(default)]
     pub lag_clamp: u64,
     #[stat(desc = "Wakeups that preempted a later-deadline task on their CPU")]
