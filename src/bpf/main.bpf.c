@@ -125,7 +125,7 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 		return;
 	tctx->run_start = bpf_ktime_get_ns();
 	deadline_running(tctx, cpu);
-	scale_slice(p, cpu, scx_bpf_dsq_nr_queued(llc_dsq(llc_of(cpu))));
+	scale_slice(p, cpu);
 	path_run(tctx, cpu);
 	count_migration(tctx, cpu);
 	node_moved(tctx, cpu);

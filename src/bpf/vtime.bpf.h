@@ -118,7 +118,8 @@ static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx 
 /* @p starts on @cpu: record its deadline for wakeup preemption. */
 static __always_inline void deadline_running(struct task_ctx *tctx, s32 cpu)
 {
-	cpu_cur[cpu & (MAX_CPUS - 1)].deadline = tctx->deadline;
+	if (preempt_gap_ns != (u64)-1)
+		cpu_cur[cpu & (MAX_CPUS - 1)].deadline = tctx->deadline;
 }
 
 /*
@@ -131,7 +132,8 @@ static __always_inline void deadline_charge(struct task_struct *p, struct task_c
 {
 	u64 now = bpf_ktime_get_ns(), fin = tctx->vfin;
 
-	cpu_cur[cpu & (MAX_CPUS - 1)].deadline = 0;
+	if (preempt_gap_ns != (u64)-1)
+		cpu_cur[cpu & (MAX_CPUS - 1)].deadline = 0;
 	tctx->exec += ran;
 	if (time_before(fin, tctx->vstart))
 		fin = tctx->vstart;
@@ -150,16 +152,18 @@ static __always_inline void deadline_woke(struct task_ctx *tctx)
 
 /*
  * The slice @p starts with on @cpu: what it was given, shrunk as its LLC's
- * queue (@queued) grows past the LLC's CPUs, so a long queue turns over
+ * queue grows past the LLC's CPUs, so a long queue turns over
  * quickly; never below slice_min_ns.
  */
-static __always_inline void scale_slice(struct task_struct *p, s32 cpu, u64 queued)
+static __always_inline void scale_slice(struct task_struct *p, s32 cpu)
 {
-	u64 n = llc_nr_cpus[llc_of(cpu) & (MAX_LLCS - 1)], s = p->scx.slice;
+	u32 llc = llc_of(cpu);
+	u64 n = llc_nr_cpus[llc & (MAX_LLCS - 1)], s = p->scx.slice;
 
+	/* Off (the default: --slice-min-us = the slice): no queue lookup. */
 	if (!n || s <= slice_min_ns || s == SCX_SLICE_INF)
 		return;
-	s = s * n / (n + queued);
+	s = s * n / (n + scx_bpf_dsq_nr_queued(llc));	/* LLC DSQ id = LLC id */
 	if (s < slice_min_ns)
 		s = slice_min_ns;
 	p->scx.slice = s;

@@ -26,11 +26,8 @@ load() {
 sysctl -qw kernel.bpf_stats_enabled=1 || fail "cannot enable BPF run-time stats"
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
-	# rotate the order every round
-	set -- $BINS
-	i=1
-	while [ "$i" -lt "$r" ]; do first=$1; shift; set -- "$@" "$first"; i=$((i + 1)); done
-	for bin in "$@"; do
+	# shellcheck disable=SC2086
+	for bin in $(rotated "$r" $BINS); do
 		$bin >"$SCHED_OUT" 2>"$SCHED_ERR" &
 		SCHED_PID=$!
 		wait_until 600 "$bin did not attach" alive_and_attached

@@ -14,10 +14,8 @@ SECS=${SECS:-20}
 N=$(nproc)
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
-	set -- $BINS
-	i=1
-	while [ "$i" -lt "$r" ]; do first=$1; shift; set -- "$@" "$first"; i=$((i + 1)); done
-	for bin in "$@"; do
+	# shellcheck disable=SC2086
+	for bin in $(rotated "$r" $BINS); do
 		$bin >"$SCHED_OUT" 2>"$SCHED_ERR" &
 		SCHED_PID=$!
 		wait_until 600 "$bin did not attach" alive_and_attached

@@ -240,3 +240,12 @@ loop_on() {
 	taskset -c "$1" sh -c 'while :; do :; done' &
 	SPAWNED=$!
 }
+
+# rotated ROUND WORD...: the words rotated left ROUND-1 times (round 1: as
+# given), so each round of an interleaved measurement starts elsewhere.
+rotated() {
+	k=$1
+	shift
+	while [ "$k" -gt 1 ]; do first=$1; shift; set -- "$@" "$first"; k=$((k - 1)); done
+	echo "$@"
+}
