@@ -46,7 +46,7 @@ static __always_inline s32 create_llc_dsqs(void)
 static __always_inline void kick_idle_cpu(struct task_struct *p, s32 cpu,
 					  struct task_ctx *tctx, bool remote)
 {
-	s32 idle, refused = -1;
+	s32 idle;
 
 	if (!valid_cpu(cpu))
 		return;
@@ -54,7 +54,7 @@ static __always_inline void kick_idle_cpu(struct task_struct *p, s32 cpu,
 	if (idle < 0 && nr_llcs > 1)
 		idle = pick_idle_in(tctx, p->cpus_ptr, node_mask(node_of(cpu)));
 	if (idle < 0 && remote && nr_nodes > 1)
-		idle = pick_idle_remote(p, tctx, node_of(cpu), true, &refused);
+		idle = pick_idle_remote(p, tctx, node_of(cpu), true, true);
 	if (idle >= 0) {
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 		stat_inc(STAT_KICK);

@@ -138,6 +138,7 @@ void BPF_STRUCT_OPS(nimble_runnable, struct task_struct *p, u64 enq_flags)
 	if (tctx) {
 		node_runnable(p, tctx, scx_bpf_task_cpu(p));
 		tctx->full_slices = 0;	/* it slept: not CPU-bound */
+		tctx->push_votes = 0;
 		deadline_woke(tctx);
 	}
 }

@@ -220,6 +220,7 @@ struct task_ctx {
 	u64 node_since;		/* when it arrived on last_node */
 	u64 queued_at;		/* when it was last queued (LLC DSQ or swq) */
 	u32 full_slices;	/* slices used up in a row without sleeping */
+	u32 push_votes;		/* of those, ending with the NUMA rule saying go */
 	u32 rq_weight;		/* weight counted in llcs[rq_llc].load */
 	u64 deadline;		/* its last deadline (vtime.bpf.h), real time */
 	u64 vstart;		/* when it was last eligible to start */

@@ -343,11 +343,11 @@ static u32 fork_node(struct task_struct *p, u32 local)
 
 /*
  * Claim an idle CPU on another node than @from, nearest node first, where
- * the gate lets the task go (@overload_ok: see numa_pull_ok). *refused: the
- * first node the rule kept it from.
+ * the gate lets the task go (@overload_ok: see numa_pull_ok). With !@claim
+ * only look: return the first node the task may go to, claiming nothing.
  */
 static s32 pick_idle_remote(struct task_struct *p, struct task_ctx *tctx, u32 from,
-			    bool overload_ok, s32 *refused)
+			    bool overload_ok, bool claim)
 {
 	struct numa_snap *s;
 	u32 i, n;
@@ -360,11 +360,10 @@ static s32 pick_idle_remote(struct task_struct *p, struct task_ctx *tctx, u32 fr
 		n = node_by_distance(from, i);
 		if (!s->idle[n & (MAX_NODES - 1)])
 			continue;
-		if (numa_pull_ok(s, n, from, overload_ok) == NUMA_KEEP) {
-			if (*refused < 0)
-				*refused = n;
+		if (numa_pull_ok(s, n, from, overload_ok) == NUMA_KEEP)
 			continue;
-		}
+		if (!claim)
+			return n;
 		cpu = pick_idle_in(tctx, p->cpus_ptr, node_mask(n));
 		if (cpu >= 0)
 			return cpu;
@@ -401,6 +400,21 @@ static s32 place_forked(struct task_struct *p, s32 prev, struct task_ctx *tctx)
  * under a hypervisor a steal of host time looks like one).
  */
 #define NUMA_PUSH_MIN_SLICES	2
+/* More runnable tasks than CPUs on @node. */
+static __always_inline bool node_crowded(u32 node)
+{
+	return node_ctx(node)->nr_running > node_nr_cpus[node & (MAX_NODES - 1)];
+}
+
+/*
+ * How many slice ends in a row the rule must let a task go before it is
+ * pushed. The kernel moves a running task (active balancing) only after
+ * cache_nice_tries + 2 failed balance attempts in a row (2 + 2 at NUMA
+ * levels), so a shell or a kernel thread that briefly takes a CPU does not
+ * split a pair the allowance keeps together; nothing brings it back later.
+ * More votes: slower to spread a lasting imbalance (a slice each).
+ */
+#define NUMA_PUSH_VOTES		5
 
 /*
  * A CPU-bound task whose slice ended goes straight to an idle CPU of
@@ -410,7 +424,7 @@ static s32 place_forked(struct task_struct *p, s32 prev, struct task_ctx *tctx)
  */
 static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_flags)
 {
-	s32 cpu, from = scx_bpf_task_cpu(p), refused = -1;
+	s32 cpu, from = scx_bpf_task_cpu(p);
 	u32 node;
 
 	if ((enq_flags & SCX_ENQ_WAKEUP) || p->scx.slice)
@@ -420,9 +434,22 @@ static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_fl
 	if (nr_nodes < 2 || p->nr_cpus_allowed == 1 || !valid_cpu(from) ||
 	    tctx->full_slices < NUMA_PUSH_MIN_SLICES)
 		return false;
-	cpu = pick_idle_remote(p, tctx, node_of(from), false, &refused);
+	/* Look first (claiming an idle CPU it then does not use would hide it). */
+	if (pick_idle_remote(p, tctx, node_of(from), false, false) < 0) {
+		tctx->push_votes = 0;
+		return false;
+	}
+	/*
+	 * An overloaded node (a task waiting for a CPU) sheds at once: the
+	 * kernel moves a waiting task without active balancing, nearest
+	 * level first.
+	 */
+	if (++tctx->push_votes < NUMA_PUSH_VOTES && !node_crowded(node_of(from)))
+		return false;
+	cpu = pick_idle_remote(p, tctx, node_of(from), false, true);
 	if (cpu < 0)
 		return false;
+	tctx->push_votes = 0;
 	node = node_of(cpu);
 	tctx->home = node;	/* moved by the rule */
 	nstat_inc(node, NSTAT_PUSH);
