@@ -131,9 +131,10 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(50..=100_000))]
     pub slice_min_us: u64,
 
-    /// Run the wakee of a synchronous wakeup (pipes, sockets) on the waker's
-    /// CPU while some CPU is idle. In the VM: tbench +30 % at 4 clients,
-    /// hackbench and perf messaging 10-70 % slower (README), so off by default.
+    /// When a synchronous wakeup (pipes, sockets) finds no idle CPU, run the
+    /// wakee next on the waker's CPU if it would head its LLC queue anyway.
+    /// In the VM: perf messaging 30-44 % faster, hackbench faster at 1 and
+    /// 16 groups but slower at 4, tbench level (README), so off by default.
     #[arg(long)]
     pub wake_sync: bool,
 

@@ -109,7 +109,7 @@ static __always_inline void kick_for_waiters(s32 cpu)
 {
 	struct task_struct *p;
 	struct task_ctx *tctx;
-	u64 now = bpf_ktime_get_ns();
+	u64 now = now_ns();
 	bool overloaded;
 	u32 llc;
 

@@ -82,38 +82,4 @@ static s32 pick_idle_near(struct task_struct *p, s32 prev, struct task_ctx *tctx
 	return cpu;
 }
 
-/*
- * With --wake-sync, a synchronous wakeup (the waker is about to sleep:
- * pipes, sockets, futex hand-offs) runs the wakee on the waker's CPU, as the kernel's default
- * sched_ext pick and wake_affine() do: the pair shares a warm cache and no
- * IPI wakes an idle CPU (dear in a VM). Only if the waker's local queue is
- * empty and some CPU is idle (on a saturated machine the wakee would jump
- * the LLC queue), the waker is not exiting, and its CPU is on the wakee's
- * node (crossing nodes is the NUMA gate's decision). Not claimed: the CPU
- * is busy until the waker sleeps. Returns the CPU or a negative errno.
- */
-static __always_inline s32 pick_sync_waker(struct task_struct *p, s32 prev, u64 wake_flags)
-{
-	struct task_struct *waker = (void *)bpf_get_current_task_btf();
-	s32 cpu = bpf_get_smp_processor_id();
-	const struct cpumask *idle;
-	bool any_idle;
-
-	if (!wake_sync || !(wake_flags & SCX_WAKE_SYNC) || (wake_flags & SCX_WAKE_FORK))
-		return -ENOENT;
-	if (!valid_cpu(cpu) || !valid_cpu(prev) || node_of(cpu) != node_of(prev))
-		return -ENOENT;
-	if ((waker->flags & PF_EXITING) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-		return -ENOENT;
-	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
-		return -ENOENT;
-	idle = scx_bpf_get_idle_cpumask();
-	any_idle = !bpf_cpumask_empty(idle);
-	scx_bpf_put_idle_cpumask(idle);
-	if (!any_idle)
-		return -ENOENT;
-	stat_inc(STAT_WAKE_SYNC);
-	return cpu;
-}
-
 #endif /* __NIMBLE_IDLE_BPF_H */

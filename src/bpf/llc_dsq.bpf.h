@@ -94,7 +94,7 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 		llc = balance_llc(p, tctx, llc);
 	dl = task_deadline(p, tctx);
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
-	tctx->queued_at = bpf_ktime_get_ns();
+	tctx->queued_at = now_ns();
 	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, dl, enq_flags);
 	if (llc != llc_of(cpu)) {
 		kick_idle_cpu_in(p, tctx, llc);
@@ -103,6 +103,44 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 	kick_idle_cpu(p, cpu, tctx, false);
 	if (enq_flags & SCX_ENQ_WAKEUP)
 		maybe_preempt(cpu, dl);
+}
+
+/*
+ * With --wake-sync, a synchronous wakeup (the waker is about to sleep:
+ * pipes, sockets, futex hand-offs) that found no idle CPU near the wakee
+ * runs it on the waker's CPU, next after the waker, instead of queueing it
+ * on the LLC DSQ: the kernel's wake_affine() does the same once
+ * select_idle_sibling() finds nothing idle. The pair shares a warm cache and
+ * the wakee needs no other CPU to come and take it. Only if it would be
+ * first in the waker's LLC queue anyway (its deadline, start now, before
+ * the queue head's), so nothing waiting is passed over and a ping-pong pair
+ * cannot keep a CPU from its queue; the waker's local queue is empty, the
+ * waker is not exiting, and its CPU is on the wakee's node (crossing nodes
+ * is the NUMA gate's decision). Returns the CPU or a negative errno.
+ */
+static __always_inline s32 pick_sync_waker(struct task_struct *p, struct task_ctx *tctx,
+					   s32 prev, u64 wake_flags)
+{
+	struct task_struct *waker = (void *)bpf_get_current_task_btf(), *q;
+	s32 cpu = bpf_get_smp_processor_id();
+	u64 dl;
+
+	if (!wake_sync || !(wake_flags & SCX_WAKE_SYNC) || (wake_flags & SCX_WAKE_FORK))
+		return -ENOENT;
+	if (!valid_cpu(cpu) || !valid_cpu(prev) || node_of(cpu) != node_of(prev))
+		return -ENOENT;
+	if ((waker->flags & PF_EXITING) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return -ENOENT;
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
+		return -ENOENT;
+	dl = now_ns() + task_request(tctx) * 100 / task_weight(p);
+	bpf_for_each(scx_dsq, q, llc_dsq(llc_of(cpu)), 0) {
+		if (time_before(q->scx.dsq_vtime, dl))
+			return -ENOENT;
+		break;
+	}
+	stat_inc(STAT_WAKE_SYNC);
+	return cpu;
 }
 
 #endif /* __NIMBLE_LLC_DSQ_BPF_H */

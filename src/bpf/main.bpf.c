@@ -42,8 +42,8 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 	/* Forks may cross nodes (the NUMA gate decides); wakeups stay near. */
 	if (nr_nodes > 1 && (wake_flags & SCX_WAKE_FORK))
 		cpu = place_forked(p, prev_cpu, tctx);
-	else if ((cpu = pick_sync_waker(p, prev_cpu, wake_flags)) < 0)
-		cpu = pick_idle_near(p, prev_cpu, tctx);
+	else if ((cpu = pick_idle_near(p, prev_cpu, tctx)) < 0)
+		cpu = pick_sync_waker(p, tctx, prev_cpu, wake_flags);
 	/* Through the shared wakequeue: enqueue queues it, kicks the CPU. */
 	if (swq_route(p, tctx, prev_cpu, cpu, wake_flags))
 		return cpu >= 0 ? cpu : prev_cpu;
@@ -123,7 +123,7 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 
 	if (!tctx || !valid_cpu(cpu))
 		return;
-	tctx->run_start = bpf_ktime_get_ns();
+	tctx->run_start = now_ns();
 	deadline_running(tctx, cpu);
 	scale_slice(p, cpu);
 	path_run(tctx, cpu);
@@ -158,7 +158,7 @@ void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 
 	if (!tctx || !tctx->run_start || !valid_cpu(cpu))
 		return;
-	deadline_charge(p, tctx, cpu, bpf_ktime_get_ns() - tctx->run_start);
+	deadline_charge(p, tctx, cpu, now_ns());
 }
 
 s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,

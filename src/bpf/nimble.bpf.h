@@ -10,6 +10,19 @@
 #include "intf.h"
 
 /*
+ * Every timestamp the policy keeps (deadlines, finish times, queue entry,
+ * time on a node) comes from here: scx_bpf_now() reads the run queue's
+ * clock, already up to date inside a callback, where bpf_ktime_get_ns()
+ * reads the clocksource on every call (the dearer part of enqueue and
+ * stopping in the VM: tests/guest/bpf_cost.sh). One clock for all of them,
+ * never mixed with the other: sched_clock and the monotonic clock differ.
+ */
+static __always_inline u64 now_ns(void)
+{
+	return scx_bpf_now();
+}
+
+/*
  * Tunables. All are written by userspace into .rodata before the program is
  * loaded, so the verifier sees them as constants.
  */

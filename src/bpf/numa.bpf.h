@@ -72,7 +72,7 @@ static __always_inline bool node_load_over(u32 n)
 
 static __always_inline void node_tick(s32 cpu)
 {
-	u64 now = bpf_ktime_get_ns();
+	u64 now = now_ns();
 	struct node_ctx *nc;
 	s64 run, avg;
 	u32 n;
@@ -95,7 +95,7 @@ static __always_inline bool node_overloaded_long(u32 node)
 {
 	u64 since = node_ctx(node)->overloaded_since;
 
-	return since && bpf_ktime_get_ns() - since >= numa_patience_ns;
+	return since && now_ns() - since >= numa_patience_ns;
 }
 
 /* Note the node the task is on: restart its time there when it changed. */
@@ -105,7 +105,7 @@ static __always_inline void node_arrive(struct task_ctx *tctx, s32 node)
 		tctx->home = node;	/* not placed by fork: first node seen */
 	if (tctx->last_node != node) {
 		tctx->last_node = node;
-		tctx->node_since = bpf_ktime_get_ns();
+		tctx->node_since = now_ns();
 	}
 }
 

@@ -470,7 +470,7 @@ static bool pull_remote(u64 dsq_id, s32 cpu, u32 node, bool cold_only)
 {
 	struct task_struct *p;
 	struct task_ctx *tctx;
-	u64 best_since = 0, now = bpf_ktime_get_ns();
+	u64 best_since = 0, now = now_ns();
 	s32 best_pid = -1;
 	u32 seen = 0;
 

@@ -154,7 +154,7 @@ static __always_inline bool swq_enqueue(struct task_struct *p, u64 enq_flags,
 	else
 		stat = LSTAT_ENQ_OTHER;
 	path_queue(tctx, PATH_SWQ, llc, STAT_INS_SWQ);
-	tctx->queued_at = bpf_ktime_get_ns();
+	tctx->queued_at = now_ns();
 	scx_bpf_dsq_insert(p, swq_dsq(llc, shard_of(cpu)), swq_slice(p), enq_flags);
 	lstat_add(llc, stat, 1);
 
@@ -266,7 +266,7 @@ static __always_inline void swq_kick_waiters(s32 cpu)
 {
 	struct task_struct *p;
 	struct task_ctx *tctx;
-	u64 waited, now = bpf_ktime_get_ns();
+	u64 waited, now = now_ns();
 	u32 llc;
 
 	if (!valid_cpu(cpu))

@@ -3,8 +3,8 @@
  * Deadlines: the key that orders an LLC DSQ, the slice a task is given, and
  * wakeup preemption read from a per-CPU record of the running deadline.
  *
- * A task's deadline is a point in real time (bpf_ktime_get_ns(), the same
- * on every CPU). Every ns it runs moves its finish time by
+ * A task's deadline is a point in real time (now_ns(), sched_clock: the
+ * same on every CPU). Every ns it runs moves its finish time by
  * load / (weight * CPUs) ns; queued, a CPU-bound task (HOG_SLICES) may
  * start at that finish time or now, whichever is later, any other now, and
  * its deadline is one request further:
@@ -101,7 +101,7 @@ static __always_inline u64 stretch(const struct task_struct *p, u32 llc, u64 ns)
  */
 static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx *tctx)
 {
-	u64 now = bpf_ktime_get_ns(), start = now, dl;
+	u64 now = now_ns(), start = now, dl;
 
 	if (tctx->full_slices >= HOG_SLICES && time_after(tctx->vfin, now))
 		start = tctx->vfin;
@@ -123,14 +123,14 @@ static __always_inline void deadline_running(struct task_ctx *tctx, s32 cpu)
 }
 
 /*
- * @p ran @ran ns on @cpu: its finish time moves by that time stretched by
+ * @p stopped on @cpu at @now: its finish time moves by the time it ran, stretched by
  * its share of the LLC (charged for what it used, not what it asked), at
  * most max_wait_ns ahead of now.
  */
 static __always_inline void deadline_charge(struct task_struct *p, struct task_ctx *tctx,
-					    s32 cpu, u64 ran)
+					    s32 cpu, u64 now)
 {
-	u64 now = bpf_ktime_get_ns(), fin = tctx->vfin;
+	u64 ran = now - tctx->run_start, fin = tctx->vfin;
 
 	if (preempt_gap_ns != (u64)-1)
 		cpu_cur[cpu & (MAX_CPUS - 1)].deadline = 0;

@@ -15,12 +15,15 @@ CBS="select_cpu enqueue dispatch running stopping runnable quiescent tick"
 : >/tmp/cost
 
 load() {
-	hackbench -g 4 -l 200 >/dev/null 2>&1
-	perf bench sched pipe -l 20000 >/dev/null 2>&1 &
-	perf bench sched pipe -l 20000 >/dev/null 2>&1 &
-	perf bench sched pipe -l 20000 >/dev/null 2>&1 &
-	perf bench sched pipe -l 20000 >/dev/null 2>&1
-	wait
+	hackbench -g 4 -l 50 >/dev/null 2>&1
+	pids=
+	for i in 1 2 3; do
+		perf bench sched pipe -l 3000 >/dev/null 2>&1 &
+		pids="$pids $!"
+	done
+	perf bench sched pipe -l 3000 >/dev/null 2>&1
+	# Not a bare wait: the scheduler is a background job of this shell too.
+	wait $pids
 }
 
 sysctl -qw kernel.bpf_stats_enabled=1 || fail "cannot enable BPF run-time stats"
@@ -32,6 +35,7 @@ while [ "$r" -le "$ROUNDS" ]; do
 		SCHED_PID=$!
 		wait_until 600 "$bin did not attach" alive_and_attached
 		load
+		log "$bin round $r: load done"
 		# name run_cnt run_time_ns of every nimble_* program (names are cut at 15)
 		bpftool -j prog show | tr '{' '\n' | grep '"name":"nimble_' |
 			sed 's/.*"name":"nimble_\([a-z_]*\)".*"run_time_ns":\([0-9]*\),"run_cnt":\([0-9]*\).*/\1 \3 \2/' |
