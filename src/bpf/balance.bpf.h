@@ -21,12 +21,6 @@
 #include "stats.bpf.h"
 #include "numa.bpf.h"
 
-/* Is @node running more tasks than it has CPUs (none idle for long)? */
-static __always_inline bool node_busy(u32 node)
-{
-	return node_ctx(node)->nr_running >= node_nr_cpus[node & (MAX_NODES - 1)];
-}
-
 /*
  * The LLC @p, whose slice ended on @own, should queue on. The node's LLCs
  * first; then, if both nodes are busy (more tasks than CPUs), LLCs of other

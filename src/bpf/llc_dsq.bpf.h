@@ -133,7 +133,7 @@ static __always_inline s32 pick_sync_waker(struct task_struct *p, struct task_ct
 		return -ENOENT;
 	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
 		return -ENOENT;
-	dl = now_ns() + task_request(tctx) * 100 / task_weight(p);
+	dl = now_ns() + request_span(p, tctx);
 	bpf_for_each(scx_dsq, q, llc_dsq(llc_of(cpu)), 0) {
 		if (time_before(q->scx.dsq_vtime, dl))
 			return -ENOENT;

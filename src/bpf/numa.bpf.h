@@ -51,6 +51,18 @@ static __always_inline void llc_running_add(s32 llc, s64 delta, s64 weight)
 	__sync_fetch_and_add(&l->load, delta * weight);
 }
 
+/* As many runnable tasks on @node as it has CPUs: none of them idle. */
+static __always_inline bool node_busy(u32 node)
+{
+	return node_ctx(node)->nr_running >= node_nr_cpus[node & (MAX_NODES - 1)];
+}
+
+/* More runnable tasks than CPUs on @node: some wait for one. */
+static __always_inline bool node_crowded(u32 node)
+{
+	return node_ctx(node)->nr_running > node_nr_cpus[node & (MAX_NODES - 1)];
+}
+
 /*
  * node_ctx.load_avg: runnable tasks per node averaged over ticks (x1024;
  * each tick of a busy CPU moves its node's average 1/8 of the way to the

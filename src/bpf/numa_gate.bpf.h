@@ -400,12 +400,6 @@ static s32 place_forked(struct task_struct *p, s32 prev, struct task_ctx *tctx)
  * under a hypervisor a steal of host time looks like one).
  */
 #define NUMA_PUSH_MIN_SLICES	2
-/* More runnable tasks than CPUs on @node. */
-static __always_inline bool node_crowded(u32 node)
-{
-	return node_ctx(node)->nr_running > node_nr_cpus[node & (MAX_NODES - 1)];
-}
-
 /*
  * How many slice ends in a row the rule must let a task go before it is
  * pushed. The kernel moves a running task (active balancing) only after

@@ -74,6 +74,12 @@ static __always_inline u64 task_request(const struct task_ctx *tctx)
 	return r < slice_ns ? r : slice_ns;
 }
 
+/* How far past its start a task's deadline lies: its request at its weight. */
+static __always_inline u64 request_span(const struct task_struct *p, const struct task_ctx *tctx)
+{
+	return task_request(tctx) * 100 / task_weight(p);
+}
+
 /*
  * @p's share of @llc as a stretch factor: @ns of its CPU time stands for
  * ns * load / (weight * CPUs) of real time. Fewer tasks than CPUs: each may
@@ -107,7 +113,7 @@ static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx 
 		start = tctx->vfin;
 	else if (tctx->vfin && now - tctx->vfin > slice_ns)
 		stat_inc(STAT_LAG_CLAMP);	/* came back long after: no credit */
-	dl = start + task_request(tctx) * 100 / task_weight(p);
+	dl = start + request_span(p, tctx);
 	if (time_after(dl, now + max_wait_ns))
 		dl = now + max_wait_ns;
 	tctx->vstart = start;

@@ -200,6 +200,14 @@ spawn_from() {
 # keep_off CPU: move this shell (and so everything it starts later, the
 # scheduler included) onto one CPU, out of the way of what is measured.
 keep_off() { taskset -p -c "$1" $$ >/dev/null; }
+# node1_watcher: for tests that watch tasks on node 0 of a two-node guest.
+# Sets N0 (node 0's CPUs); this shell, and what it starts (the scheduler,
+# the sampling awk), stays on the last CPU, on node 1, so node 0 stays quiet.
+node1_watcher() {
+	[ "$(nr_nodes)" -eq 2 ] || fail "needs two NUMA nodes"
+	N0=$(node_cpus 0)
+	keep_off $(($(nr_cpus) - 1))
+}
 
 # tune ARGS: scx_nimble tune, failing the test if it fails.
 tune() {

@@ -8,13 +8,7 @@
 
 # Two nodes: on n4 the pair would fill a 2-CPU node, where any extra task
 # overloads it (numa_spread.sh covers n4).
-[ "$(nr_nodes)" -eq 2 ] || fail "needs two NUMA nodes"
-N0=$(node_cpus 0)
-LAST=$(($(nr_cpus) - 1))
-
-# The sampling shell and the scheduler run on the last CPU (node 1): the
-# pair's node stays quiet.
-keep_off $LAST
+node1_watcher
 SAMPLES=$(by_tier 30 20)
 start_sched --stats 1
 SCHED_PID_0=$SCHED_PID

@@ -12,11 +12,7 @@
 # Rounds interleave EEVDF and scx_nimble.
 . /tests/lib.sh
 
-[ "$(nr_nodes)" -eq 2 ] || fail "needs two NUMA nodes"
-N0=$(node_cpus 0)
-LAST=$(($(nr_cpus) - 1))
-# The sampling shell (and the scheduler) stay on the last CPU, node 1.
-keep_off $LAST
+node1_watcher
 ROUNDS=$(by_tier 5 3)
 SAMPLES=16
 
