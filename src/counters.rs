@@ -68,6 +68,9 @@ pub const NAMES: [(u32, &str); NR_STATS] = [
     (nimble_stat_STAT_BALANCE, "balance"),
     (nimble_stat_STAT_SLICES, "slices"),
     (nimble_stat_STAT_SLICE_NS, "slice_ns"),
+    (nimble_stat_STAT_CPUQ, "cpuq"),
+    (nimble_stat_STAT_CPUQ_WAKER, "cpuq_waker"),
+    (nimble_stat_STAT_CPUQ_STEAL, "cpuq_steal"),
 ];
 
 /// (index, short name) of every per-node NUMA counter, in print order.

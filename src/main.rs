@@ -138,6 +138,15 @@ pub struct Opts {
     #[arg(long)]
     pub wake_sync: bool,
 
+    /// Queue a wakeup that finds no idle CPU on the LLC's shared queue (the
+    /// first CPU to free up takes it) instead of on one CPU's own queue (the
+    /// sync waker's if it runs alone, else the task's previous CPU). Own
+    /// queues save a migration and the shared queue's lock per wakeup under
+    /// overload; the shared queue can start a wakee sooner behind a CPU that
+    /// holds a long slice.
+    #[arg(long)]
+    pub no_cpu_queues: bool,
+
     /// Wakeup preemption: a woken task preempts the one running on its CPU
     /// when its deadline is earlier by more than US microseconds. Off by
     /// default: in the VM it cost hackbench more than it gained tbench.

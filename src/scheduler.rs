@@ -137,6 +137,7 @@ impl<'a> Scheduler<'a> {
         rodata.slice_ns = opts.slice_us * 1000;
         rodata.slice_min_ns = opts.slice_min_us.min(opts.slice_us) * 1000;
         rodata.wake_sync = opts.wake_sync;
+        rodata.cpu_queues = !opts.no_cpu_queues;
         rodata.preempt_gap_ns = opts.preempt_gap_us.map_or(u64::MAX, |us| us * 1000);
         rodata.numa_patience_ns = opts.numa_patience_us * 1000;
         rodata.smt_enabled = layout.smt;

@@ -89,6 +89,15 @@ pub struct Group {
     #[stat(desc = "Sum of those slices in ns (average slice: slice_ns / slices)")]
     #[serde(default)]
     pub slice_ns: u64,
+    #[stat(desc = "Wakeups with no idle CPU queued on one CPU's own queue (not the LLC's)")]
+    #[serde(default)]
+    pub cpuq: u64,
+    #[stat(desc = "Of those, on the sync waker's CPU (the waker runs there alone)")]
+    #[serde(default)]
+    pub cpuq_waker: u64,
+    #[stat(desc = "Tasks taken from another CPU's own queue by a CPU with nothing else to run")]
+    #[serde(default)]
+    pub cpuq_steal: u64,
     #[stat(desc = "fork/exec: child kept on the parent's node")]
     pub fork_local: u64,
     #[stat(desc = "fork/exec: child placed on another node")]

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Where a CPU looking for work takes it from, in order:
+ *   0. its own wake queue, if its head's deadline is no later than the LLC
+ *      DSQ head's (cpu_dsq.bpf.h);
  *   1. its own LLC: the LLC DSQ and the shared wakequeue, whichever head has
- *      waited longer, so neither can starve the other;
+ *      waited longer, so neither can starve the other; then the own queues
+ *      of the LLC's other CPUs;
  *   2. the other LLCs of its node, in steal order, the same way;
  *   3. only if it is going idle: LLCs of other nodes nearest first, each if
  *      the NUMA gate lets the task cross.
@@ -70,18 +73,20 @@ static __always_inline bool consume_llcs(s32 cpu, bool going_idle)
 	node = node_of(cpu);
 	if (own >= MAX_LLCS)
 		return false;
+	if (cpuq_take_own(cpu, llc_dsq(own)))
+		return true;
 	bpf_for(i, 0, nr_llcs) {
 		if (i >= MAX_LLCS)
 			break;
 		victim = steal_victim(own, i);
-		if (!scx_bpf_dsq_nr_queued(llc_dsq(victim)) && !swq_busy(victim))
-			continue;
 		vnode = node_of_llc(victim);
 		if (vnode == node) {
-			if (take_from_llc(cpu, victim))
+			if (take_from_llc(cpu, victim) || cpuq_steal_in(cpu, victim))
 				return true;
 			continue;
 		}
+		if (!scx_bpf_dsq_nr_queued(llc_dsq(victim)) && !swq_busy(victim))
+			continue;
 		if (!going_idle)
 			break;	/* steal order: only other nodes are left */
 		if (!snap)

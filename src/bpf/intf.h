@@ -80,6 +80,9 @@ enum nimble_stat {
 	STAT_BALANCE,		/* a task whose slice ended moved to a less loaded LLC */
 	STAT_SLICES,		/* slices given by the scaling (see SLICE_NS) */
 	STAT_SLICE_NS,		/* their sum in ns (average: SLICE_NS / SLICES) */
+	STAT_CPUQ,		/* wakeups queued on one CPU's own queue (cpu_dsq.bpf.h) */
+	STAT_CPUQ_WAKER,	/* ... on the sync waker's CPU (subset of CPUQ) */
+	STAT_CPUQ_STEAL,	/* taken from another CPU's own queue */
 
 	NR_NIMBLE_STATS,
 };

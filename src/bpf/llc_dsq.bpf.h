@@ -13,6 +13,7 @@
 #include "numa_gate.bpf.h"
 #include "vtime.bpf.h"
 #include "balance.bpf.h"
+#include "cpu_dsq.bpf.h"
 
 /* LLC DSQ ids are the LLC ids (user DSQ ids are free below 2^63). */
 static __always_inline u64 llc_dsq(u32 llc)
@@ -75,16 +76,20 @@ static __always_inline void kick_idle_cpu_in(struct task_struct *p, struct task_
 
 /*
  * Queue @p on the DSQ of the LLC of the CPU it is on (which it may use) or,
- * when its slice ended there, of a less loaded LLC of the node. A wakeup
- * may preempt the task running on its CPU (vtime.bpf.h).
+ * when its slice ended there, of a less loaded LLC of the node; a wakeup
+ * waits on its CPU's own queue instead (cpu_dsq.bpf.h). A wakeup may
+ * preempt the task running on its CPU (vtime.bpf.h).
  */
 static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 					struct task_ctx *tctx)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
+	bool waker = tctx->cpuq == -1;
 	u32 llc;
 	u64 dl;
 
+	/* Queued again before it ran (dequeued behind our back): uncount it. */
+	cpuq_left(tctx);
 	if (!valid_cpu(cpu)) {
 		scx_bpf_error("task %d on invalid CPU %d", p->pid, cpu);
 		return;
@@ -95,6 +100,11 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 	dl = task_deadline(p, tctx);
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
 	tctx->queued_at = now_ns();
+	if ((enq_flags & SCX_ENQ_WAKEUP) && cpuq_insert(p, tctx, cpu, dl, enq_flags, waker)) {
+		kick_idle_cpu(p, cpu, tctx, false);
+		maybe_preempt(cpu, dl);
+		return;
+	}
 	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, dl, enq_flags);
 	if (llc != llc_of(cpu)) {
 		kick_idle_cpu_in(p, tctx, llc);

@@ -9,6 +9,7 @@
  *   vtime.bpf.h    deadlines in real time, slices, wakeup preemption
  *   balance.bpf.h  weight-aware balancing between the LLCs of a node
  *   llc_dsq.bpf.h  per-LLC DSQs in deadline order and idle kicks
+ *   cpu_dsq.bpf.h  per-CPU wake queues: wakeups with no idle CPU, no migration
  *   swq.bpf.h      per-LLC shared wakequeue (FIFO, sharded), its modes
  *   dispatch.bpf.h where a CPU takes work from: own LLC, node, other nodes
  *   topo.bpf.h     LLC/node cpumasks built from userspace's tables
@@ -47,8 +48,9 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 	/* Through the shared wakequeue: enqueue queues it, kicks the CPU. */
 	if (swq_route(p, tctx, prev_cpu, cpu, wake_flags))
 		return cpu >= 0 ? cpu : prev_cpu;
+	/* No idle CPU: wait on the sync waker's CPU or the previous one. */
 	if (cpu < 0)
-		return prev_cpu;
+		return cpuq_target(p, tctx, prev_cpu, wake_flags);
 
 	/* An idle CPU was claimed (or the sync waker's): run there, no shared queue. */
 	path_queue(tctx, PATH_DIRECT, 0, STAT_INS_DIRECT);
@@ -97,8 +99,18 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 	if (consume_llcs(cpu, !prev_runnable))
 		return;
 
-	/* Nothing waits that this CPU may run: let the previous task go on. */
+	/*
+	 * Nothing waits that this CPU may run: let the previous task go on (it
+	 * used a full slice: CPU-bound so far), unless the NUMA rule may move
+	 * it to another node; then its slice ends and enqueue decides.
+	 */
 	if (prev_runnable) {
+		struct task_ctx *tctx = lookup_task_ctx(prev);
+
+		if (tctx && push_candidate(prev, tctx))
+			return;
+		if (tctx && tctx->full_slices < HOG_SLICES)
+			tctx->full_slices++;
 		scx_bpf_task_set_slice(prev, slice_ns);
 		stat_inc(STAT_KEEP_RUNNING);
 	}
@@ -124,6 +136,7 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 	if (!tctx || !valid_cpu(cpu))
 		return;
 	tctx->run_start = now_ns();
+	cpuq_left(tctx);
 	deadline_running(tctx, cpu);
 	scale_slice(p, cpu);
 	path_run(tctx, cpu);
@@ -192,6 +205,7 @@ void BPF_STRUCT_OPS(nimble_exit_task, struct task_struct *p,
 	/* Exiting, or handed back to the kernel at unload: close its books. */
 	if (tctx) {
 		path_drop(tctx);
+		cpuq_left(tctx);
 		node_quiescent(tctx);
 	}
 }
@@ -211,6 +225,9 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_init)
 		return err;
 	}
 	err = create_llc_dsqs();
+	if (err)
+		return err;
+	err = create_cpu_dsqs();
 	if (err)
 		return err;
 	return create_swqs();

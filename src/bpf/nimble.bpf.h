@@ -72,6 +72,15 @@ const volatile u64 numa_patience_ns = 10ULL * 1000 * 1000;
  */
 const volatile bool wake_sync;
 
+/*
+ * Per-CPU wake queues (cpu_dsq.bpf.h, --no-cpu-queues turns them off): a
+ * wakeup that found no idle CPU waits on one CPU's own queue, not its LLC's.
+ * On: no migration and no shared queue lock per wakeup under overload (the
+ * kernel's per-CPU run queues); off: the first CPU of the LLC to free up
+ * takes it (lower wait behind a CPU that holds a long slice).
+ */
+const volatile bool cpu_queues = true;
+
 /* Whether cores have SMT siblings: only then is "whole idle core" distinct. */
 const volatile bool smt_enabled;
 
@@ -194,7 +203,8 @@ static __always_inline struct nimble_ctl *ctl(void)
 struct llc_ctx {
 	s64 load;		/* summed weights of its runnable tasks (100 = nice 0) */
 	s64 nr_running;		/* and their number (statistics; the NUMA rule counts nodes) */
-	u64 pad[6];
+	s64 cpuq_nr;		/* tasks waiting in its CPUs' own queues (cpu_dsq.bpf.h) */
+	u64 pad[5];
 };
 struct llc_ctx llcs[MAX_LLCS];
 
@@ -245,6 +255,8 @@ struct task_ctx {
 	 * wakequeue (enum swq_why); enqueue consumes it.
 	 */
 	u32 swq_why;
+	/* 1 + the CPU whose own queue holds it (cpu_dsq.bpf.h), 0: none. */
+	s32 cpuq;
 };
 
 /* How a task reached the CPU it runs on next (accounting in stats.bpf.h). */

@@ -454,6 +454,23 @@ static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_fl
 }
 
 /*
+ * Dispatch found nothing else for the CPU-bound @p's CPU: whether the rule
+ * may push it now (an idle CPU of another node it may take). If so its
+ * slice is left to end, so enqueue's push_remote() casts the vote; a task
+ * kept running never reached enqueue, and a pair the rule lets go stayed
+ * together until some other task happened to need the CPU.
+ */
+static __always_inline bool push_candidate(struct task_struct *p, struct task_ctx *tctx)
+{
+	s32 from = scx_bpf_task_cpu(p);
+
+	if (nr_nodes < 2 || p->nr_cpus_allowed == 1 || !valid_cpu(from) ||
+	    tctx->full_slices + 1 < NUMA_PUSH_MIN_SLICES)
+		return false;
+	return pick_idle_remote(p, tctx, node_of(from), false, false) >= 0;
+}
+
+/*
  * Locality first (seed 003): from another node's queue, take a task whose
  * home is this node; failing that, the one with the least time on its
  * current node (least locality to lose). Scans at most NUMA_PULL_SCAN tasks
