@@ -315,6 +315,7 @@ vm_cases! {
     n2l4_numa_pair_stays_local_by_rule: "n2l4", "numa_locality.sh", Full, script_only;
     n2l4_numa_spread: "n2l4", "numa_spread.sh", Full, script_only;
     n2l4_numa_loops_stay_by_rule: "n2l4", "numa_loops.sh", Full, script_only;
+    n2l4_cpu_queues_keep_wakees: "n2l4", "cpuq.sh", Full, script_only;
     n2l4_stats_monitor_json_and_tui: "n2l4", "stats.sh", Full, stats_json_sums;
     n2l4_topology_matches_kernel: "n2l4", "topology.sh", Full, topology_matches_kernel;
     n2l4_thresholds_in_map: "n2l4", "thresholds.sh", Full, thresholds_in_map;

@@ -127,9 +127,10 @@ static __always_inline bool cpuq_take_own(s32 cpu, u64 llc_dsq_id)
 }
 
 /*
- * @cpu has nothing in its own or @llc's queue: take the head of another
- * CPU's own queue in @llc (the next CPU's first, so thieves spread). Only
- * tasks that may run on @cpu move.
+ * @cpu found nothing it may run in @llc's DSQ (or swq): take the head of a
+ * CPU queue in @llc, its own first (whose head may have lost to an LLC
+ * head this CPU may not run), then the next CPUs' (so thieves spread).
+ * Only tasks that may run on @cpu move.
  */
 static __always_inline bool cpuq_steal_in(s32 cpu, u32 llc)
 {
@@ -137,12 +138,13 @@ static __always_inline bool cpuq_steal_in(s32 cpu, u32 llc)
 
 	if (!cpu_queues || llc >= MAX_LLCS || llc_ctx(llc)->cpuq_nr <= 0)
 		return false;
-	bpf_for(i, 1, nr_cpu_ids) {
+	bpf_for(i, 0, nr_cpu_ids) {
 		c = (cpu + i) % nr_cpu_ids;
 		if (llc_of(c) != llc || !scx_bpf_dsq_nr_queued(cpu_dsq(c)))
 			continue;
 		if (scx_bpf_dsq_move_to_local(cpu_dsq(c), 0)) {
-			stat_inc(STAT_CPUQ_STEAL);
+			if (c != cpu)
+				stat_inc(STAT_CPUQ_STEAL);
 			return true;
 		}
 	}

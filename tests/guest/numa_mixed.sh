@@ -10,7 +10,7 @@
 . /tests/lib.sh
 
 N=$(nr_cpus)
-SECS=${SECS:-$(by_tier 60 12)}
+SECS=${SECS:-$(by_tier 60 8)}
 # Two stats lines at least per rule.
 start_sched --stats $((SECS >= 30 ? 5 : 2))
 TOTAL=$((10 * SECS + 60))	# outlives the test; stopped at the end
