@@ -140,7 +140,7 @@ pub struct Opts {
 
     /// Queue a wakeup that finds no idle CPU on the LLC's shared queue (the
     /// first CPU to free up takes it) instead of on one CPU's own queue (the
-    /// sync waker's if it runs alone, else the task's previous CPU). Own
+    /// sync waker's if its queue is no longer, else the task's previous CPU). Own
     /// queues save a migration and the shared queue's lock per wakeup under
     /// overload; the shared queue can start a wakee sooner behind a CPU that
     /// holds a long slice.

@@ -3,7 +3,8 @@
  * Per-CPU wake queues. A woken task that found no idle CPU waits on one
  * CPU's own DSQ (deadline order, as the LLC DSQs) instead of its LLC's:
  *   - the waker's CPU, for a synchronous wakeup (pipes, sockets, futex
- *     hand-offs) when the waker runs there alone: it is about to sleep and
+ *     hand-offs) when nothing waits on its local DSQ and its own queue is
+ *     no longer than the previous CPU's: the waker is about to sleep and
  *     the pair then takes turns on one CPU (the kernel's wake_affine());
  *   - else the CPU it last ran on.
  * Under overload a shared LLC queue handed nearly every wakee to whichever
@@ -25,6 +26,7 @@
 
 #include "nimble.bpf.h"
 #include "stats.bpf.h"
+#include "idle.bpf.h"
 
 /* Above the LLC DSQs (ids 0..MAX_LLCS) and the swq's (SWQ_DSQ_BASE + ...). */
 #define CPU_DSQ_BASE	(1ULL << 20)
@@ -54,24 +56,19 @@ static __always_inline s32 create_cpu_dsqs(void)
 
 /*
  * select_cpu found no idle CPU for @p: the CPU whose own queue it should
- * wait on. The waker's CPU for a sync wakeup if the waker runs there alone
- * (nothing else queued on it) on @p's node and @p may run there; else @prev.
+ * wait on. The sync waker's CPU (sync_waker_cpu(): same node, nothing on
+ * its local DSQ) if its own queue holds no more tasks than @prev's, so a
+ * pair takes turns on one CPU without piling onto a busier one; else @prev.
  */
 static __always_inline s32 cpuq_target(struct task_struct *p, struct task_ctx *tctx,
 				       s32 prev, u64 wake_flags)
 {
-	struct task_struct *waker;
 	s32 cpu;
 
-	if (!cpu_queues || !(wake_flags & SCX_WAKE_SYNC) || (wake_flags & SCX_WAKE_FORK))
+	if (!cpu_queues)
 		return prev;
-	cpu = bpf_get_smp_processor_id();
-	if (cpu == prev || !valid_cpu(cpu) || !valid_cpu(prev) || node_of(cpu) != node_of(prev))
-		return prev;
-	waker = (void *)bpf_get_current_task_btf();
-	if ((waker->flags & PF_EXITING) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-		return prev;
-	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) ||
+	cpu = sync_waker_cpu(p, prev, wake_flags);
+	if (cpu < 0 || cpu == prev ||
 	    scx_bpf_dsq_nr_queued(cpu_dsq(cpu)) > scx_bpf_dsq_nr_queued(cpu_dsq(prev)))
 		return prev;
 	tctx->cpuq = -1;	/* enqueue: count it as the waker's */

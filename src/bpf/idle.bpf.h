@@ -82,4 +82,27 @@ static s32 pick_idle_near(struct task_struct *p, s32 prev, struct task_ctx *tctx
 	return cpu;
 }
 
+/*
+ * The waker's CPU for a sync wakeup of @p (the waker is about to sleep:
+ * pipes, sockets, futex hand-offs) if the wakee may run there, it is on
+ * @prev's node (crossing nodes is the NUMA gate's decision), the waker is
+ * not exiting and nothing waits on its local DSQ; else -ENOENT. Shared by
+ * --wake-sync (llc_dsq.bpf.h) and the CPU queues (cpu_dsq.bpf.h).
+ */
+static __always_inline s32 sync_waker_cpu(struct task_struct *p, s32 prev, u64 wake_flags)
+{
+	struct task_struct *waker = (void *)bpf_get_current_task_btf();
+	s32 cpu = bpf_get_smp_processor_id();
+
+	if (!(wake_flags & SCX_WAKE_SYNC) || (wake_flags & SCX_WAKE_FORK))
+		return -ENOENT;
+	if (!valid_cpu(cpu) || !valid_cpu(prev) || node_of(cpu) != node_of(prev))
+		return -ENOENT;
+	if ((waker->flags & PF_EXITING) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return -ENOENT;
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
+		return -ENOENT;
+	return cpu;
+}
+
 #endif /* __NIMBLE_IDLE_BPF_H */

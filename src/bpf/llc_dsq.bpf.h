@@ -131,17 +131,11 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 static __always_inline s32 pick_sync_waker(struct task_struct *p, struct task_ctx *tctx,
 					   s32 prev, u64 wake_flags)
 {
-	struct task_struct *waker = (void *)bpf_get_current_task_btf(), *q;
-	s32 cpu = bpf_get_smp_processor_id();
+	struct task_struct *q;
+	s32 cpu;
 	u64 dl;
 
-	if (!wake_sync || !(wake_flags & SCX_WAKE_SYNC) || (wake_flags & SCX_WAKE_FORK))
-		return -ENOENT;
-	if (!valid_cpu(cpu) || !valid_cpu(prev) || node_of(cpu) != node_of(prev))
-		return -ENOENT;
-	if ((waker->flags & PF_EXITING) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-		return -ENOENT;
-	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
+	if (!wake_sync || (cpu = sync_waker_cpu(p, prev, wake_flags)) < 0)
 		return -ENOENT;
 	dl = now_ns() + request_span(p, tctx);
 	bpf_for_each(scx_dsq, q, llc_dsq(llc_of(cpu)), 0) {
