@@ -6,6 +6,7 @@ use crate::bpf_skel::*;
 use crate::counters::{self, Counters, NR_WAIT_QUEUES};
 use crate::ctl::{self, Ctl};
 use crate::stats::{self, Metrics, Setup};
+use crate::topology::domains::{wakes_affine_across, RECLAIM_DISTANCE};
 use crate::topology::sysfs::SysTopo;
 use crate::topology::{self, thresholds, Layout};
 use crate::Opts;
@@ -166,6 +167,8 @@ impl<'a> Scheduler<'a> {
         for (node, dists) in layout.node_distance.iter().enumerate() {
             for (other, &d) in dists.iter().enumerate() {
                 rodata.node_dist[node][other] = d as u32;
+                rodata.node_affine[node][other] =
+                    u8::from(wakes_affine_across(d, RECLAIM_DISTANCE));
             }
             for (i, &n) in node_order[node].iter().enumerate() {
                 rodata.node_order[node][i] = n as u32;

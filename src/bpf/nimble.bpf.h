@@ -106,6 +106,11 @@ const volatile u32 node_dist[MAX_NODES][MAX_NODES];
 const volatile u32 node_nr_cpus[MAX_NODES];
 /* NUMA tier of node b seen from node a: 0 same node, 1 nearest remote, ... */
 const volatile u32 node_level[MAX_NODES][MAX_NODES];
+/*
+ * node_affine[a][b]: a sync wakeup may go from a CPU of node a to its waker
+ * on node b (the kernel's SD_WAKE_AFFINE, kept within the reclaim distance).
+ */
+const volatile u8 node_affine[MAX_NODES][MAX_NODES];
 /* node_order[n][0..nr_nodes]: n itself, then the other nodes nearest first. */
 const volatile u32 node_order[MAX_NODES][MAX_NODES];
 /*
@@ -168,6 +173,13 @@ static __always_inline u32 node_distance(u32 a, u32 b)
 	barrier_var(a);
 	barrier_var(b);
 	return node_dist[a & (MAX_NODES - 1)][b & (MAX_NODES - 1)];
+}
+
+static __always_inline bool nodes_affine(u32 a, u32 b)
+{
+	barrier_var(a);
+	barrier_var(b);
+	return node_affine[a & (MAX_NODES - 1)][b & (MAX_NODES - 1)];
 }
 
 static __always_inline u32 node_by_distance(u32 node, u32 i)

@@ -15,8 +15,11 @@
  *     waited numa_patience_ns (any task, if that node has been overloaded
  *     that long), if the rule lets it go; ops.tick kicks such a CPU for
  *     tasks left waiting.
- * Wakeups never cross nodes: like the kernel's select_idle_sibling() they
- * stay near the previous CPU, so short load spikes move nothing.
+ * Wakeups look for idle CPUs on their node only: like the kernel's
+ * select_idle_sibling() they stay near the previous CPU, so short load
+ * spikes move nothing. A sync wakeup with no idle CPU there may join its
+ * waker on a node within the reclaim distance, as wake_affine() lets it
+ * (idle.bpf.h: sync_waker_cpu).
  */
 #ifndef __NIMBLE_NUMA_GATE_BPF_H
 #define __NIMBLE_NUMA_GATE_BPF_H

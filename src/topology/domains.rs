@@ -76,6 +76,13 @@ fn sd_init_flags(tl_flags: u32, numa_distance: Option<usize>, reclaim: usize) ->
     f
 }
 
+/// Whether a wakeup may be pulled to its waker's CPU across two nodes this
+/// far apart: the NUMA level spanning both keeps SD_WAKE_AFFINE, as
+/// `sd_init()` leaves it within the reclaim distance.
+pub fn wakes_affine_across(distance: usize, reclaim: usize) -> bool {
+    sd_init_flags(SD_NUMA, Some(distance), reclaim) & SD_WAKE_AFFINE != 0
+}
+
 /// Whether a package holds CPUs of several nodes (AMD NPSx, Intel SNC): then
 /// the kernel drops the PKG level everywhere.
 pub fn numa_in_package(t: &SysTopo) -> bool {
@@ -576,5 +583,14 @@ pub(crate) mod tests {
         assert!(full_domains(&t, 0, ImbFormula::Mainline, RECLAIM_DISTANCE)
             .iter()
             .all(|d| d.imb_numa_nr <= 2));
+    }
+
+    #[test]
+    fn wake_affine_stops_beyond_the_reclaim_distance() {
+        assert!(wakes_affine_across(20, RECLAIM_DISTANCE));
+        assert!(wakes_affine_across(30, RECLAIM_DISTANCE));
+        assert!(!wakes_affine_across(40, RECLAIM_DISTANCE));
+        // AMD Zen's raised reclaim distance keeps 32 affine.
+        assert!(wakes_affine_across(32, 32));
     }
 }
