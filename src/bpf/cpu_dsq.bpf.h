@@ -56,9 +56,10 @@ static __always_inline s32 create_cpu_dsqs(void)
 
 /*
  * select_cpu found no idle CPU for @p: the CPU whose own queue it should
- * wait on. The sync waker's CPU (sync_waker_cpu(): same node, nothing on
- * its local DSQ) if its own queue holds no more tasks than @prev's, so a
- * pair takes turns on one CPU without piling onto a busier one; else @prev.
+ * wait on. The sync waker's CPU (sync_waker_cpu(): a node within the
+ * reclaim distance, nothing on its local DSQ) if its own queue holds no more
+ * tasks than @prev's, so a pair takes turns on one CPU without piling onto a
+ * busier one; else @prev. Either way the wakee counts as the waker's.
  */
 static __always_inline s32 cpuq_target(struct task_struct *p, struct task_ctx *tctx,
 				       s32 prev, u64 wake_flags)
@@ -68,8 +69,8 @@ static __always_inline s32 cpuq_target(struct task_struct *p, struct task_ctx *t
 	if (!cpu_queues)
 		return prev;
 	cpu = sync_waker_cpu(p, prev, wake_flags);
-	if (cpu < 0 || cpu == prev ||
-	    scx_bpf_dsq_nr_queued(cpu_dsq(cpu)) > scx_bpf_dsq_nr_queued(cpu_dsq(prev)))
+	if (cpu < 0 || (cpu != prev &&
+	    scx_bpf_dsq_nr_queued(cpu_dsq(cpu)) > scx_bpf_dsq_nr_queued(cpu_dsq(prev))))
 		return prev;
 	tctx->cpuq = -1;	/* enqueue: count it as the waker's */
 	return cpu;
@@ -102,6 +103,12 @@ static __always_inline bool cpuq_insert(struct task_struct *p, struct task_ctx *
 	if (waker)
 		stat_inc(STAT_CPUQ_WAKER);
 	return true;
+}
+
+/* Whether any CPU of @llc has a task waiting on its own queue. */
+static __always_inline bool cpuq_waiting(u32 llc)
+{
+	return cpu_queues && llc < MAX_LLCS && llc_ctx(llc)->cpuq_nr > 0;
 }
 
 /*

@@ -100,7 +100,14 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 	dl = task_deadline(p, tctx);
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
 	tctx->queued_at = now_ns();
-	if ((enq_flags & SCX_ENQ_WAKEUP) && cpuq_insert(p, tctx, cpu, dl, enq_flags, waker)) {
+	/*
+	 * Wakeups, and re-queues of tasks that sleep often (a slice that ran
+	 * out, a preemption), wait on their CPU's own queue; CPU-bound tasks
+	 * share the LLC DSQ, whose CPUs divide them by weight.
+	 */
+	if (((enq_flags & SCX_ENQ_WAKEUP) ||
+	     (llc == llc_of(cpu) && tctx->full_slices < HOG_SLICES)) &&
+	    cpuq_insert(p, tctx, cpu, dl, enq_flags, waker)) {
 		kick_idle_cpu(p, cpu, tctx, false);
 		maybe_preempt(cpu, dl);
 		return;
@@ -125,8 +132,8 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
  * first in the waker's LLC queue anyway (its deadline, start now, before
  * the queue head's), so nothing waiting is passed over and a ping-pong pair
  * cannot keep a CPU from its queue; the waker's local queue is empty, the
- * waker is not exiting, and its CPU is on the wakee's node (crossing nodes
- * is the NUMA gate's decision). Returns the CPU or a negative errno.
+ * waker is not exiting, and its node is within the reclaim distance of the
+ * wakee's (sync_waker_cpu()). Returns the CPU or a negative errno.
  */
 static __always_inline s32 pick_sync_waker(struct task_struct *p, struct task_ctx *tctx,
 					   s32 prev, u64 wake_flags)
