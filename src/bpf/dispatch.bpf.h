@@ -7,9 +7,11 @@
  *      waited longer, so neither can starve the other; then the own queues
  *      of the LLC's other CPUs;
  *   2. the other LLCs of its node, in steal order, the same way;
- *   3. only if it is going idle: LLCs of other nodes nearest first, each if
- *      the NUMA gate lets the task cross.
- * Plus the periodic help from ops.tick for tasks left waiting.
+ *   3. only if it is going idle: LLCs of other nodes nearest first (their
+ *      LLC DSQ, swq, then their CPUs' own queues), each if the NUMA gate
+ *      lets the task cross.
+ * Plus the periodic help from ops.tick for tasks left waiting, on the LLC
+ * DSQ or the CPU's own queue.
  */
 #ifndef __NIMBLE_DISPATCH_BPF_H
 #define __NIMBLE_DISPATCH_BPF_H
@@ -38,18 +40,33 @@ static bool take_from_llc(s32 cpu, u32 llc)
 	return in_swq && swq_pull(cpu, llc);
 }
 
-/* Cross-node pull from @victim's queues, for the NUMA gate's verdict. */
+/*
+ * Cross-node pull from @victim's queues, for the NUMA gate's verdict: its
+ * LLC DSQ, its swq shards, then its CPUs' own queues (where wakeups that
+ * found no idle CPU on their node wait: without them an idle node never
+ * saw a busy node's waiting wakees, tbench at 8 clients on n2l4).
+ */
 static bool pull_remote_llc(s32 cpu, u32 victim, u32 node, bool cold_only)
 {
+	s32 c;
 	u32 s;
 
 	if (scx_bpf_dsq_nr_queued(llc_dsq(victim)) > 0 &&
 	    pull_remote(llc_dsq(victim), cpu, node, cold_only))
 		return true;
-	if (!swq_busy(victim))
+	if (swq_busy(victim)) {
+		bpf_for(s, 0, shards_of(victim)) {
+			if (pull_remote(swq_dsq(victim, s), cpu, node, cold_only))
+				return true;
+		}
+	}
+	if (!cpuq_waiting(victim))
 		return false;
-	bpf_for(s, 0, shards_of(victim)) {
-		if (pull_remote(swq_dsq(victim, s), cpu, node, cold_only))
+	bpf_for(c, 0, nr_cpu_ids) {
+		if (c >= MAX_CPUS)
+			break;
+		if (llc_of(c) == victim && scx_bpf_dsq_nr_queued(cpu_dsq(c)) &&
+		    pull_remote(cpu_dsq(c), cpu, node, cold_only))
 			return true;
 	}
 	return false;
@@ -85,7 +102,8 @@ static __always_inline bool consume_llcs(s32 cpu, bool going_idle)
 				return true;
 			continue;
 		}
-		if (!scx_bpf_dsq_nr_queued(llc_dsq(victim)) && !swq_busy(victim))
+		if (!scx_bpf_dsq_nr_queued(llc_dsq(victim)) && !swq_busy(victim) &&
+		    !cpuq_waiting(victim))
 			continue;
 		if (!going_idle)
 			break;	/* steal order: only other nodes are left */
@@ -104,32 +122,43 @@ static __always_inline bool consume_llcs(s32 cpu, bool going_idle)
 	return false;
 }
 
-/*
- * From ops.tick on a busy CPU of a NUMA machine: if the first task of its
- * LLC DSQ has waited numa_patience_ns, or the node has been overloaded that
- * long, kick an idle CPU of another node that may take it (it pulls in its
- * dispatch). The periodic balancing of a loaded node.
- */
-static __always_inline void kick_for_waiters(s32 cpu)
+/* kick_for_waiters() for the head of @dsq_id, if any. */
+static __always_inline void kick_for_head(s32 cpu, u64 dsq_id, bool overloaded)
 {
 	struct task_struct *p;
 	struct task_ctx *tctx;
-	u64 now = now_ns();
-	bool overloaded;
+
+	bpf_for_each(scx_dsq, p, dsq_id, 0) {
+		tctx = lookup_task_ctx(p);
+		if (tctx && (overloaded || now_ns() - tctx->queued_at >= numa_patience_ns))
+			kick_idle_cpu(p, cpu, tctx, true);
+		break;	/* the head only: first in line */
+	}
+}
+
+/*
+ * From ops.tick on a busy CPU of a NUMA machine: if the first task of its
+ * LLC DSQ, or of its own wake queue, has waited numa_patience_ns, or the
+ * node has been overloaded that long, kick an idle CPU of another node that
+ * may take it (it pulls in its dispatch). The periodic balancing of a
+ * loaded node.
+ */
+static __always_inline void kick_for_waiters(s32 cpu)
+{
+	bool in_llc, in_own;
 	u32 llc;
 
 	if (nr_nodes < 2 || !valid_cpu(cpu))
 		return;
 	llc = llc_of(cpu);
-	if (!scx_bpf_dsq_nr_queued(llc_dsq(llc)))
+	in_llc = scx_bpf_dsq_nr_queued(llc_dsq(llc)) > 0;
+	in_own = cpu_queues && scx_bpf_dsq_nr_queued(cpu_dsq(cpu)) > 0;
+	if (!in_llc && !in_own)
 		return;
-	overloaded = node_overloaded_long(node_of(cpu));
-	bpf_for_each(scx_dsq, p, llc_dsq(llc), 0) {
-		tctx = lookup_task_ctx(p);
-		if (tctx && (overloaded || now - tctx->queued_at >= numa_patience_ns))
-			kick_idle_cpu(p, cpu, tctx, true);
-		break;	/* the head only: first in line */
-	}
+	if (in_llc)
+		kick_for_head(cpu, llc_dsq(llc), node_overloaded_long(node_of(cpu)));
+	else
+		kick_for_head(cpu, cpu_dsq(cpu), node_overloaded_long(node_of(cpu)));
 }
 
 #endif /* __NIMBLE_DISPATCH_BPF_H */
