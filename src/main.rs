@@ -6,17 +6,16 @@
 //! the kernel unloads us → report → reload when the kernel asks (CPU
 //! hotplug). `--monitor` and `tui` only read a running scheduler's metrics.
 
-mod bpf_intf;
 mod bpf_skel;
-mod cli_line;
 mod counters;
 mod ctl;
-mod hist;
 mod preflight;
 mod scheduler;
 mod stats;
-mod topology;
 mod tui;
+
+// The machine model, the thresholds and the shared helpers (src/lib.rs).
+use scx_nimble::{bpf_intf, cli_line, hist, topology};
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};

@@ -40,13 +40,11 @@ pub struct Scheduler<'a> {
     stats_server: StatsServer<(), Metrics>,
 }
 
-/// Computes the NUMA imbalance thresholds from /sys and applies the
-/// overrides: before anything is loaded or logged, so a bad override is one
+/// Computes the NUMA imbalance thresholds from the sysfs read and applies
+/// the overrides: before anything is loaded or logged, so a bad override is one
 /// line and nothing else.
-fn thresholds_for(opts: &Opts) -> Result<thresholds::Thresholds> {
-    let sys =
-        SysTopo::read(Path::new("/sys")).context("reading the topology for NUMA thresholds")?;
-    let mut th = thresholds::numa_thresholds(&sys, opts.imb_formula.into());
+fn thresholds_for(opts: &Opts, sys: &SysTopo) -> Result<thresholds::Thresholds> {
+    let mut th = thresholds::numa_thresholds(sys, opts.imb_formula.into());
     thresholds::apply_overrides(&mut th, &opts.imb_numa_nr)?;
     Ok(th)
 }
@@ -104,9 +102,10 @@ fn write_thresholds(
 
 impl<'a> Scheduler<'a> {
     pub fn init(opts: &Opts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
-        let th = thresholds_for(opts)?;
-        let topo = scx_utils::Topology::new().context("reading the CPU topology")?;
-        let layout = Layout::from_scx(&topo).context("unsupported CPU topology")?;
+        // One read of sysfs: the layout and the thresholds both derive from it.
+        let sys = SysTopo::read(Path::new("/sys")).context("reading the CPU topology")?;
+        let th = thresholds_for(opts, &sys)?;
+        let layout = Layout::from_sys(&sys).context("unsupported CPU topology")?;
         let order = topology::steal_order(&layout);
         let swq = topology::swq::plan(&layout, opts.swq_shards.map(|n| n as usize));
         let node_order = topology::node_order(&layout);

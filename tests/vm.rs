@@ -19,6 +19,8 @@
 mod common;
 
 use common::record;
+use scx_nimble::bpf_intf::nimble_limits_MAX_NUMA_LEVELS;
+use scx_nimble::topology::sysfs::parse_cpulist;
 use std::collections::{BTreeMap, HashMap};
 use std::process::Command;
 use std::sync::Mutex;
@@ -351,15 +353,15 @@ fn hexmask_cpus(mask: &str) -> Vec<u64> {
 }
 
 fn cpulist_cpus(list: &str) -> Vec<u64> {
-    let mut cpus = vec![];
-    for part in list.split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => cpus.extend(a.parse::<u64>().unwrap()..=b.parse().unwrap()),
-            None => cpus.push(part.parse().unwrap()),
-        }
-    }
-    cpus
+    parse_cpulist(list)
+        .expect("a cpulist")
+        .into_iter()
+        .map(|c| c as u64)
+        .collect()
 }
+
+/// numa_levels map key: node * MAX_NUMA_LEVELS + level (src/bpf/intf.h).
+const MAX_NUMA_LEVELS: usize = nimble_limits_MAX_NUMA_LEVELS as usize;
 
 /// One level as the kernel shows it: name, CPUs, flags.
 type KernelDomain = (String, Vec<u64>, Vec<String>);
@@ -454,7 +456,7 @@ fn thresholds_in_map(topo: &str, out: &str) {
                 .collect();
             assert!(!numa.is_empty(), "{topo}: node {node} has no NUMA level");
             for (i, d) in numa.iter().enumerate() {
-                let key = node * 8 + i; // MAX_NUMA_LEVELS
+                let key = node * MAX_NUMA_LEVELS + i;
                 let entry = map
                     .iter()
                     .find(|e| e["formatted"]["key"].as_u64() == Some(key as u64))

@@ -5,8 +5,6 @@
 //! one sample each in a child process (`__workload`); `__guest` is the VM side.
 
 mod child;
-#[path = "../cli_line.rs"]
-mod cli_line;
 mod plan;
 mod plot;
 mod report;
@@ -19,6 +17,7 @@ mod workloads;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use plan::{Experiment, Plan, Sched, Variant};
+use scx_nimble::cli_line;
 use std::path::{Path, PathBuf};
 
 const AFTER_HELP: &str = "\

@@ -266,6 +266,7 @@ pub(crate) mod tests {
             }));
         }
         SysTopo {
+            nr_cpu_ids: n,
             online: (0..n).collect(),
             cpus,
             nodes: (0..s.nodes).collect(),

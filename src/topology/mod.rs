@@ -110,40 +110,40 @@ impl Layout {
         Ok(())
     }
 
-    /// The layout of the running system, as scx_utils reads it from sysfs.
-    pub fn from_scx(topo: &scx_utils::Topology) -> Result<Self> {
-        let nr_cpu_ids = *scx_utils::NR_CPU_IDS;
-        let mut cpu_llc = vec![None; nr_cpu_ids];
-        let mut llc_node = vec![0; topo.all_llcs.len()];
-        for (&id, llc) in &topo.all_llcs {
-            if id >= llc_node.len() {
-                bail!("LLC ids are not dense (found {id} of {})", llc_node.len());
-            }
-            llc_node[id] = llc.node_id;
-            for &cpu in llc.all_cpus.keys() {
-                if cpu >= nr_cpu_ids {
-                    bail!("CPU {cpu} is beyond nr_cpu_ids {nr_cpu_ids}");
+    /// The layout from one sysfs read (the same read the thresholds come
+    /// from): LLCs numbered densely in order of their lowest CPU, nodes by
+    /// their kernel ids, distances from the SLIT (10/20 for a node without
+    /// a row, as the kernel assumes).
+    pub fn from_sys(sys: &sysfs::SysTopo) -> Result<Self> {
+        let mut cpu_llc = vec![None; sys.nr_cpu_ids];
+        let mut llcs: Vec<(&sysfs::CpuSet, usize)> = vec![];
+        for &cpu in &sys.online {
+            let info = sys.cpu(cpu);
+            let id = match llcs.iter().position(|(set, _)| *set == &info.llc) {
+                Some(id) => id,
+                None => {
+                    llcs.push((&info.llc, info.node));
+                    llcs.len() - 1
                 }
-                cpu_llc[cpu] = Some(id);
+            };
+            cpu_llc[cpu] = Some(id);
+        }
+        let nr_nodes = sys.nodes.iter().max().map_or(1, |&n| n + 1);
+        let mut node_distance = vec![vec![20; nr_nodes]; nr_nodes];
+        for (i, &a) in sys.nodes.iter().enumerate() {
+            for (j, &b) in sys.nodes.iter().enumerate() {
+                node_distance[a][b] = sys.distance[i][j];
             }
         }
-        let nr_nodes = topo.nodes.keys().max().map_or(1, |&n| n + 1);
-        let mut node_distance = vec![vec![10; nr_nodes]; nr_nodes];
-        for (&id, node) in &topo.nodes {
-            for (other, row) in node_distance[id].iter_mut().enumerate() {
-                *row =
-                    node.distance
-                        .get(other)
-                        .copied()
-                        .unwrap_or(if other == id { 10 } else { 20 });
-            }
+        for (n, row) in node_distance.iter_mut().enumerate() {
+            row[n] = row[n].min(10);
         }
         let layout = Layout {
-            nr_cpu_ids,
+            nr_cpu_ids: sys.nr_cpu_ids,
             cpu_llc,
-            llc_node,
+            llc_node: llcs.iter().map(|&(_, node)| node).collect(),
             node_distance,
-            smt: topo.smt_enabled,
+            smt: sys.online.iter().any(|&c| sys.cpu(c).smt.len() > 1),
         };
         layout.validate()?;
         Ok(layout)
@@ -180,6 +180,18 @@ pub(crate) mod tests {
             node_distance: distance,
             smt: false,
         }
+    }
+
+    #[test]
+    fn layout_from_one_sysfs_read() {
+        let l = Layout::from_sys(&domains::tests::vm_n2l4()).unwrap();
+        assert_eq!(l, grid(2, 2, 2, two_nodes(20)));
+        let mut sys = domains::tests::vm_n4();
+        sys.nr_cpu_ids = 16;
+        let l = Layout::from_sys(&sys).unwrap();
+        assert_eq!((l.nr_cpu_ids, l.nr_llcs(), l.nr_nodes()), (16, 4, 4));
+        assert_eq!(l.llc_cpus(3), vec![6, 7]);
+        assert_eq!(l.node_distance, srikar4());
     }
 
     #[test]

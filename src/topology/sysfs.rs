@@ -12,6 +12,9 @@ pub type CpuSet = BTreeSet<usize>;
 /// What the kernel's topology code starts from, per online CPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SysTopo {
+    /// One past the highest possible CPU id (`cpu/possible`; without it,
+    /// one past the highest online CPU).
+    pub nr_cpu_ids: usize,
     pub online: CpuSet,
     /// Indexed by CPU id (None for offline CPUs).
     pub cpus: Vec<Option<CpuInfo>>,
@@ -133,7 +136,16 @@ impl SysTopo {
                 llc,
             });
         }
+        // Possible CPUs bound the BPF tables a hotplugged CPU may later use.
+        let possible = cpu_dir.join("possible");
+        let nr_cpu_ids = match possible.exists() {
+            true => parse_cpulist_file(&possible)?
+                .last()
+                .map_or(max + 1, |&c| (c + 1).max(max + 1)),
+            false => max + 1,
+        };
         Ok(SysTopo {
+            nr_cpu_ids,
             online,
             cpus,
             nodes: nodes.into_iter().map(|(id, _)| id).collect(),
