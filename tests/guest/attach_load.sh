@@ -1,11 +1,10 @@
 #!/bin/sh
-# Issue 2, acceptance 1-2, and issue 7's load in every topology: attach,
-# survive 30 s of the scx CI recipe (stress-ng --aggressive CPU + fork +
-# affinity churn with --affinity-pin) with hackbench on top (30 s in the
-# full tier, 10 s in CI: every path counted below is taken within the first
-# seconds of load), stay attached,
-# exit 0 on Ctrl-C, and keep counters that are non-zero where the topology
-# allows and balance exactly.
+# Attach in every topology and survive 30 s of the scx CI recipe (stress-ng
+# --aggressive CPU + fork + affinity churn with --affinity-pin) with
+# hackbench on top (30 s in the full tier, 10 s in CI: every path counted
+# below is taken within the first seconds of load), stay attached, exit 0 on
+# Ctrl-C, and keep counters that are non-zero where the topology allows and
+# balance exactly.
 . /tests/lib.sh
 
 N=$(nr_cpus); NODES=$(nr_nodes); LLCS=$(nr_llcs)
@@ -32,13 +31,8 @@ log "$lines stats lines"
 # One a second asked; at least one per 3 s of load arrived (a busy TCG guest
 # runs the printing thread late).
 [ "$lines" -ge $((SECS / 3)) ] || fail "expected a stats line every second, got $lines in $SECS s"
-stop_sched
-assert_clean_dmesg
-
-echo "$(grep '^final:' "$SCHED_OUT")"
 # Books balance: every queued task ran or was dropped; nothing left pending.
-assert_counter imbalance = 0
-assert_counter pending = 0
+stop_and_check pending
 for c in node_running llc_running llc_queued llc_swq_depth; do
 	final=$(counter $c)
 	[ -n "$final" ] || fail "$c missing from the final line"

@@ -1,12 +1,12 @@
 #!/bin/sh
-# BPF cost per callback (issue 19, acceptance 4): for each scheduler binary
-# given in BINS (default: scx_nimble), in rotated order over ROUNDS rounds
-# in this boot, attach it, run the same load (hackbench and perf bench sched
-# pipe pairs) with kernel.bpf_stats_enabled=1, and read every struct_ops
-# program's run_time_ns / run_cnt from bpftool. Prints one line per binary,
-# round and callback, then the median ns per call over the rounds. Not a
-# test: a measurement (vm/nimble-vm run --add OLD_BINARY -- BINS="scx_nimble
-# OLD" sh /tests/bpf_cost.sh).
+# BPF cost per callback: for each scheduler binary given in BINS (default:
+# scx_nimble), in rotated order over ROUNDS rounds in this boot, attach it,
+# run the same load (hackbench and perf bench sched pipe pairs) with
+# kernel.bpf_stats_enabled=1, and read every struct_ops program's
+# run_time_ns / run_cnt from bpftool. Prints one line per binary, round and
+# callback, then the median ns per call over the rounds. Not a test: a
+# measurement (vm/nimble-vm run --add OLD_BINARY -- BINS="scx_nimble OLD" sh
+# /tests/bpf_cost.sh).
 . /tests/lib.sh
 
 BINS=${BINS:-scx_nimble}

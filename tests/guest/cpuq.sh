@@ -1,13 +1,13 @@
 #!/bin/sh
-# Issue 19: per-CPU wake queues. Under overload (2 pipe ping-pong pairs per
-# CPU, no idle CPU) a wakee waits on its previous CPU's (or its sync waker's)
-# own queue, so it migrates far less often than when every wakeup goes to
-# the LLC's shared queue (--no-cpu-queues), where the first CPU to free up
-# takes it. Observed from outside the scheduler: the kernel's own
-# se.nr_migrations and nr_switches of every task (/proc/PID/sched), over the
-# same window in both modes, in this boot. (EEVDF's, measured the same way
-# while writing this test: 7-8 per 1000 switches, CPU queues 6-10, LLC
-# queue 205-246; not run here, to keep the CI suite under 30 minutes.)
+# Per-CPU wake queues. Under overload (2 pipe ping-pong pairs per CPU, no
+# idle CPU) a wakee waits on its previous CPU's (or its sync waker's) own
+# queue, so it migrates far less often than when every wakeup goes to the
+# LLC's shared queue (--no-cpu-queues), where the first CPU to free up takes
+# it. Observed from outside the scheduler: the kernel's own se.nr_migrations
+# and nr_switches of every task (/proc/PID/sched), over the same window in
+# both modes, in this boot. (EEVDF's, measured the same way while writing
+# this test: 7-8 per 1000 switches, CPU queues 6-10, LLC queue 205-246; not
+# run here, to keep the CI suite under 30 minutes.)
 . /tests/lib.sh
 
 N=$(nr_cpus)

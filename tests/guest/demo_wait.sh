@@ -1,11 +1,11 @@
 #!/bin/sh
-# The LLC queues' wait under the demo's load (issue 19, acceptance 3): for
-# each scheduler binary in BINS (default: scx_nimble), ROUNDS rounds in
-# rotated order in this boot, attach it, run the demo's load (stress-ng
-# CPU hogs on half the CPUs with a fork loop, hackbench -g 2 in a loop) for
-# SECS seconds, and print the final wait_p50_us / wait_p99_us it reports.
-# Not a test: a measurement (vm/nimble-vm run --add OLD -- BINS="scx_nimble
-# OLD" sh /tests/suite.sh demo_wait.sh).
+# The LLC queues' wait under the demo's load: for each scheduler binary in
+# BINS (default: scx_nimble), ROUNDS rounds in rotated order in this boot,
+# attach it, run the demo's load (stress-ng CPU hogs on half the CPUs with a
+# fork loop, hackbench -g 2 in a loop) for SECS seconds, and print the final
+# wait_p50_us / wait_p99_us it reports. Not a test: a measurement
+# (vm/nimble-vm run --add OLD -- BINS="scx_nimble OLD" sh /tests/suite.sh
+# demo_wait.sh).
 . /tests/lib.sh
 
 BINS=${BINS:-scx_nimble}

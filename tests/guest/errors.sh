@@ -1,7 +1,7 @@
 #!/bin/sh
-# Issue 2, acceptance 4 (guest part): not root, a scheduler already loaded, and
-# bad flags each give one clear line and a non-zero exit, and leave the state
-# as it was; SIGTERM stops it cleanly. (No sched_ext at all is tested on the
+# Refusals, the guest's part: not root, a scheduler already loaded, and bad
+# flags each give one clear line and a non-zero exit, and leave the state as
+# it was; SIGTERM stops it cleanly. (No sched_ext at all is tested on the
 # host: tests/cli.rs.)
 . /tests/lib.sh
 

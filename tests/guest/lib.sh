@@ -100,6 +100,20 @@ assert_clean_dmesg() {
 	[ -z "$bad" ] || fail "kernel complained: $bad"
 }
 
+# stop_and_check [COUNTER...]: the closing checks of a test that ran the
+# scheduler. Stop it (exit 0 on Ctrl-C, sched_ext disabled), print its final
+# line (what the checks read, for the log), check that the kernel did not
+# complain about it, and that its books balance: imbalance=0 (every task
+# queued was run or dropped) and each COUNTER=0 too (e.g. pending,
+# swq_depth: nothing left queued at unload). A test's own checks follow.
+stop_and_check() {
+	stop_sched
+	grep '^final:' "$SCHED_OUT"
+	assert_clean_dmesg
+	assert_counter imbalance = 0
+	for zero in "$@"; do assert_counter "$zero" = 0; done
+}
+
 # case_begin / case_end NAME: "CASE NAME seconds" for the reliability table
 # (tests/vm.rs collects these lines); case_end also starts the next case.
 case_begin() { CASE_T0=$(cut -d' ' -f1 /proc/uptime); }
@@ -243,11 +257,16 @@ cpu_ticks() {
 	sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }
 
-# loop_on CPUS: start a CPU loop limited to CPUS; sets SPAWNED to its pid.
-loop_on() {
-	taskset -c "$1" sh -c 'while :; do :; done' &
+# spin [WRAPPER...]: start a CPU loop in the background, through WRAPPER
+# when given (nice -n 10, chrt -b 0, taskset -c 0-3: each execs the loop,
+# so the pid is the loop's own, to read or signal); sets SPAWNED to its pid.
+spin() {
+	"$@" sh -c 'while :; do :; done' &
 	SPAWNED=$!
 }
+
+# loop_on CPUS: start a CPU loop limited to CPUS; sets SPAWNED to its pid.
+loop_on() { spin taskset -c "$1"; }
 
 # rotated ROUND WORD...: the words rotated left ROUND-1 times (round 1: as
 # given), so each round of an interleaved measurement starts elsewhere.

@@ -19,22 +19,22 @@ STRESS=$!
 sleep 2
 # From this nice -20 shell, +39 is nice 19, set before exec: a renice of the
 # forked child raced with its own nice(1) call (which could undo it).
-nice -n 39 sh -c 'while :; do :; done' &
-LOW=$!
-low_is_19() { [ "$(proc_field $LOW 19)" = 19 ]; }
+spin nice -n 39
+LOW=$SPAWNED
+low_is_19() { [ "$(proc_field "$LOW" 19)" = 19 ]; }
 wait_until 50 "the hog's nice did not become 19" low_is_19
 log "sampling the nice-19 hog $LOW"
 # Sample its schedstat (run ns, wait ns, timeslices) every 0.25 s; track the
 # longest stretch in which it never got the CPU. Builtins only (read, shell
 # arithmetic, times in centiseconds): no fork per sample, which would wait
 # behind the hogs.
-read -r _ _ last </proc/$LOW/schedstat
+read -r _ _ last <"/proc/$LOW/schedstat"
 read -r up _ </proc/uptime; t_last=${up%.*}${up#*.}
 gap=0; runs=0 start=$t_last now=$t_last
 while [ $((now - start)) -lt "$WINDOW_CS" ]; do
 	sleep 0.25
 	read -r up _ </proc/uptime; now=${up%.*}${up#*.}
-	read -r _ _ n </proc/$LOW/schedstat
+	read -r _ _ n <"/proc/$LOW/schedstat"
 	if [ "$n" != "$last" ]; then
 		runs=$((runs + n - last)); last=$n; t_last=$now
 	fi
@@ -43,12 +43,10 @@ done
 gap=$(awk -v g=$gap 'BEGIN { printf "%.2f", g / 100 }')
 assert_attached "with a nice-19 hog among $((16 * N)) nice-0 hogs"
 [ "$(proc_field $STRESS 19)" = 0 ] || fail "the load runs at nice $(proc_field $STRESS 19), not 0"
-log "nice-19 hog, sampled for $(((now - start) / 100)) s: $runs timeslices, longest wait $gap s, $(cut -d' ' -f1 /proc/$LOW/schedstat) ns run"
+log "nice-19 hog, sampled for $(((now - start) / 100)) s: $runs timeslices, longest wait $gap s, $(cut -d' ' -f1 "/proc/$LOW/schedstat") ns run"
 [ $runs -gt 0 ] || fail "the nice-19 hog never ran"
 awk "BEGIN { exit !($gap < 3) }" || fail "the nice-19 hog waited $gap s for a CPU"
-kill $LOW $STRESS
+kill "$LOW" $STRESS
 wait $STRESS
-stop_sched
-assert_clean_dmesg
-assert_counter imbalance = 0
+stop_and_check
 pass "nice-19 hog ran $runs times, longest wait $gap s"

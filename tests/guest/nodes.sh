@@ -1,7 +1,7 @@
 #!/bin/sh
-# Issue 4 groundwork: the per-node runnable counts follow where tasks run.
-# Busy loops pinned to the last node show up there and not on node 0, leave
-# when killed, and after unload every count is back to exactly 0.
+# The per-node runnable counts follow where tasks run. Busy loops pinned to
+# the last node show up there and not on node 0, leave when killed, and
+# after unload every count is back to exactly 0.
 . /tests/lib.sh
 
 [ "$(nr_nodes)" -gt 1 ] || fail "needs a NUMA topology"
@@ -16,8 +16,8 @@ node_count() { counter node_running stats: | cut -d, -f$(($1 + 1)); }
 start_sched --stats 0.5
 pids=
 for i in $(seq 1 $NLOOPS); do
-	taskset -c "$CPUS" sh -c 'while :; do :; done' &
-	pids="$pids $!"
+	loop_on "$CPUS"
+	pids="$pids $SPAWNED"
 done
 # Polled: the counts follow within a stats line or two.
 loaded() { [ "$(node_count $LAST)" -ge "$NLOOPS" ]; }
@@ -32,9 +32,7 @@ wait_until 100 "node $LAST still counts $(node_count $LAST) runnable 10 s after 
 after=$(node_count $LAST)
 log "after killing them: node$LAST=$after"
 [ "$after" -lt "$NLOOPS" ] || fail "node $LAST still counts $after runnable"
-stop_sched
+stop_and_check
 final=$(counter node_running)
 echo "$final" | tr ',' '\n' | grep -qv '^0$' && fail "node_running after unload: $final"
-assert_counter imbalance = 0
-assert_clean_dmesg
 pass "per-node runnable counts: $busy on the loaded node, $home on node 0, $final after unload"

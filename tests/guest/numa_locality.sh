@@ -1,9 +1,9 @@
 #!/bin/sh
-# Issue 4, acceptance 2 and 4: a communicating pair (perf bench sched pipe:
-# two processes in ping-pong) started on node 0 with the rest of the machine
-# idle stays on node 0 under the mainline rule, and spreads under v3 and off.
-# The rule is switched at runtime with `scx_nimble tune`, in one scheduler
-# run: placement changes with no restart.
+# A communicating pair (perf bench sched pipe: two processes in ping-pong)
+# started on node 0 with the rest of the machine idle stays on node 0 under
+# the mainline rule, and spreads under v3 and off. The rule is switched at
+# runtime with `scx_nimble tune`, in one scheduler run: placement changes
+# with no restart.
 . /tests/lib.sh
 
 # Two nodes: on n4 the pair would fill a 2-CPU node, where any extra task
@@ -72,9 +72,7 @@ grep -q "controls changed: numa_rule=v3 .*(was numa_rule=mainline" "$SCHED_ERR" 
 [ "$main2" -ge 2 ] || fail "mainline, switched back, kept the pair local in $main2 of 3 trials: $p_main2"
 [ "$v3" -ge 2 ] || fail "v3 spread the pair (<= 50 % on node 0) in only $v3 of 3 trials: $p_v3"
 [ "$off" -ge 2 ] || fail "off spread the pair (<= 50 % on node 0) in only $off of 3 trials: $p_off"
-stop_sched
-assert_counter imbalance = 0
+stop_and_check
 assert_counter fork_local -gt 0
 assert_counter fork_remote -gt 0
-assert_clean_dmesg
 pass "% of samples with the pair on node 0: mainline $p_main1| v3 $p_v3| off $p_off| mainline again $p_main2"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 19, item 6: the NUMA rule at runtime. Two independent CPU loops
+# The NUMA rule at runtime, for running tasks. Two independent CPU loops
 # start on node 0 (pinned there, then let go on every CPU), the other node
 # idle. The kernel (EEVDF) keeps them there: two tasks are within imb_numa_nr
 # (2 on n2l4), and its balancer moves a running task only after several

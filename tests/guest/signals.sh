@@ -1,6 +1,6 @@
 #!/bin/sh
-# Issue 7, faults: SIGINT, SIGTERM and SIGKILL of the userspace process under
-# load. INT and TERM stop it cleanly (exit 0, books balanced); after KILL the
+# Faults: SIGINT, SIGTERM and SIGKILL of the userspace process under load.
+# INT and TERM stop it cleanly (exit 0, books balanced); after KILL the
 # kernel unloads the BPF scheduler by itself (the struct_ops link dies with
 # the process) and the state returns to disabled within seconds; a new
 # instance then attaches and serves stats as usual. Prints "CASE name secs".

@@ -1,7 +1,7 @@
 #!/bin/sh
-# Issue 6: metrics over scx_stats. Under load: `--monitor 1` prints at least
-# three intervals with non-zero, growing counters; `--monitor 1 --json` lines
-# go to the host test (prefixed "J ") which checks per-node and per-LLC sums
+# Metrics over scx_stats. Under load: `--monitor 1` prints at least three
+# intervals with non-zero, growing counters; `--monitor 1 --json` lines go
+# to the host test (prefixed "J ") which checks per-node and per-LLC sums
 # against the totals; the socket is root's only; the TUI attaches in a pty,
 # draws, quits on q, and exits by itself when the scheduler goes away.
 . /tests/lib.sh

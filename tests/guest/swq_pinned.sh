@@ -1,8 +1,8 @@
 #!/bin/sh
-# Issue 5, acceptance 2: under a full shared wakequeue, a task pinned to one
-# CPU and tasks limited to the CPUs of the other (remote) LLC keep running,
-# 30 s in every mode in the full tier, 10 s (two windows) in CI (switched
-# live), pullers looking at queue heads only.
+# Under a full shared wakequeue, a task pinned to one CPU and tasks limited
+# to the CPUs of the other (remote) LLC keep running, 30 s in every mode in
+# the full tier, 10 s (two windows) in CI (switched live), pullers looking
+# at queue heads only.
 # On l2: LLC 0 = CPUs 0-3, LLC 1 = CPUs 4-7.
 . /tests/lib.sh
 
@@ -70,8 +70,5 @@ done
 kill $LOAD
 kill $(children $LOAD) $HOGS $WATCH 2>/dev/null
 wait $LOAD $HOGS $WATCH 2>/dev/null
-stop_sched
-assert_clean_dmesg
-assert_counter imbalance = 0
-assert_counter swq_depth = 0
+stop_and_check swq_depth
 pass "pinned and LLC-limited tasks ran ${SECS} s in every swq mode"

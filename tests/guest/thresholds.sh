@@ -1,7 +1,7 @@
 #!/bin/sh
-# Issue 3, acceptance 4: the numa_levels map inside the running scheduler
-# holds what `scx_nimble topology` prints. Prints, per configuration, the map
-# (bpftool JSON) and the topology of each node's first CPU for tests/vm.rs.
+# The numa_levels map inside the running scheduler holds what `scx_nimble
+# topology` prints. Prints, per configuration, the map (bpftool JSON) and
+# the topology of each node's first CPU for tests/vm.rs.
 . /tests/lib.sh
 
 run_config() { # FORMULA [OVERRIDE]

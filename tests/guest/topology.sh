@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 3: for every CPU, print the kernel's domains (/proc/schedstat names and
+# For every CPU, print the kernel's domains (/proc/schedstat names and
 # masks, debugfs flags) and `scx_nimble topology --json`, for tests/vm.rs to
 # compare; and check that a snapshot of the sysfs files gives the same output
 # as the live tree.

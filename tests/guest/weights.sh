@@ -1,17 +1,17 @@
 #!/bin/sh
-# Nice weights across LLCs (issue 19, acceptance 2): CPU loops at several
-# nice levels, more loops than CPUs, spread by the scheduler over every LLC.
-# Each loop's CPU time over the window is read from /proc/PID/stat; the mean
-# per loop of each level, divided by another level's, should track the
-# ratio of their weights (the kernel's sched_prio_to_weight). Each mix runs
-# first under EEVDF (no scheduler) and then under scx_nimble, in this boot.
-# Fails unless, under scx_nimble, nice 0 / nice 10 >= 5 (weights: 9.3) and
-# every ratio is within a factor 2 of its weight ratio, and every loop ran.
+# Nice weights across LLCs: CPU loops at several nice levels, more loops
+# than CPUs, spread by the scheduler over every LLC. Each loop's CPU time
+# over the window is read from /proc/PID/stat; the mean per loop of each
+# level, divided by another level's, should track the ratio of their weights
+# (the kernel's sched_prio_to_weight). Each mix runs first under EEVDF (no
+# scheduler) and then under scx_nimble, in this boot. Fails unless, under
+# scx_nimble, nice 0 / nice 10 >= 5 (weights: 9.3) and every ratio is within
+# a factor 2 of its weight ratio, and every loop ran.
 #   WEIGHTS_ASSERT=0: report only (to look at another policy's numbers).
 . /tests/lib.sh
 
-# The first mix runs 20 s in both tiers (the acceptance's window); the
-# three-level mix is shorter in CI.
+# The first mix runs 20 s in both tiers (the window its bounds are set
+# for); the three-level mix is shorter in CI.
 SECS1=20
 SECS2=$(by_tier 20 10)
 # nice -> weight, as in the kernel's sched_prio_to_weight table.
@@ -31,8 +31,8 @@ run_mix() {
 	for spec in $2; do
 		n=${spec%%:*} c=${spec#*:}
 		for i in $(seq 1 "$c"); do
-			nice -n "$n" sh -c 'while :; do :; done' &
-			echo "$! $n" >>/tmp/loops
+			spin nice -n "$n"
+			echo "$SPAWNED $n" >>/tmp/loops
 		done
 	done
 	sleep 1
@@ -87,10 +87,8 @@ bad1=$BAD
 run_mix "$SECS2" "nimble, 8 each of nice 0/3/6" "$MIX2"; ratios nimble
 bad2=$BAD
 assert_attached "after the weight mixes"
-stop_sched
+stop_and_check
 log "$(grep '^final:' "$SCHED_OUT" | tr ' ' '\n' | grep -E '^(balance|preempt|lag_clamp|wake_sync|slices|slice_ns|migrate_llc)=' | tr '\n' ' ')"
-assert_clean_dmesg
-assert_counter imbalance = 0
 if [ "${WEIGHTS_ASSERT:-1}" = 1 ]; then
 	awk -v r="$r010" 'BEGIN { exit !(r >= 5) }' || fail "nice 0 / nice 10 = $r010 under nimble, want >= 5 (weights: 9.3)"
 	[ -z "$bad1$bad2" ] || fail "ratios off by more than 2x from the weights:$bad1$bad2"
