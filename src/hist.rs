@@ -5,16 +5,10 @@ use crate::bpf_intf::nimble_limits_WAIT_HIST_BUCKETS;
 
 pub const BUCKETS: usize = nimble_limits_WAIT_HIST_BUCKETS as usize;
 
-/// The bucket of a wait of `ns`, as wait_hist_bucket() in stats.bpf.h (BPF
-/// fills the buckets; this mirror pins the layout in the tests).
-#[cfg_attr(not(test), allow(dead_code))]
+/// The bucket of a wait of `ns`: wait_hist_bucket() of src/bpf/rules.h,
+/// the function BPF fills the buckets with, compiled for the host.
 pub fn bucket(ns: u64) -> usize {
-    if ns < 4 {
-        return ns as usize;
-    }
-    let m = 63 - ns.leading_zeros() as usize;
-    let b = 4 * (m - 1) + ((ns >> (m - 2)) & 3) as usize;
-    b.min(BUCKETS - 1)
+    crate::topology::rules::wait_hist_bucket(ns)
 }
 
 /// The smallest wait that falls in bucket `b`.

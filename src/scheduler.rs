@@ -110,6 +110,7 @@ impl<'a> Scheduler<'a> {
         let swq = topology::swq::plan(&layout, opts.swq_shards.map(|n| n as usize));
         let node_order = topology::node_order(&layout);
         let node_levels = topology::node_levels(&layout);
+        let gate = thresholds::gate_levels(&th, &layout.node_distance);
         info!(
             "scx_nimble {}: {} CPUs, {} LLCs, {} NUMA nodes, SMT {}, slice {} us",
             env!("CARGO_PKG_VERSION"),
@@ -174,6 +175,12 @@ impl<'a> Scheduler<'a> {
             }
             for (other, &lv) in node_levels[node].iter().enumerate() {
                 rodata.node_level[node][other] = lv as u32;
+            }
+            for (other, g) in gate[node].iter().enumerate() {
+                if let Some((lv, within)) = *g {
+                    rodata.gate_level[node][other] = lv as u8 + 1;
+                    rodata.gate_within[node][other] = within as u32;
+                }
             }
         }
 

@@ -18,7 +18,7 @@
 
 #include "nimble.bpf.h"
 #include "stats.bpf.h"
-#include "numa_gate.bpf.h"
+#include "numa_moves.bpf.h"
 #include "llc_dsq.bpf.h"
 #include "swq.bpf.h"
 

@@ -106,6 +106,28 @@ enum numa_rule {
 };
 
 /*
+ * One sched group of a NUMA level, as the rule (rules.h) sees it: the nodes
+ * within the level's child distance of a node, summed.
+ */
+struct node_group {
+	int idle;		/* idle CPUs (at fork: among the task's) */
+	int run;		/* runnable tasks */
+	int cpus;		/* CPUs */
+	int allowed;		/* CPUs the task may use (at fork) */
+	long long load;		/* tick-averaged runnable tasks << NODE_LOAD_SHIFT */
+};
+
+/* Load averages are fixed point: one runnable task is 1 << NODE_LOAD_SHIFT. */
+enum { NODE_LOAD_SHIFT = 10 };
+
+/* What the rule lets another node take (numa_pull_verdict in rules.h). */
+enum numa_verdict {
+	NUMA_KEEP,	/* nothing: the rule keeps the load where it is */
+	NUMA_GO_COLD,	/* tasks that have waited numa_patience_ns */
+	NUMA_GO_ANY,	/* any task: overloaded for numa_patience_ns, or rule off */
+};
+
+/*
  * Runtime controls: one entry in the nimble_ctl map, written by userspace at
  * start and by `scx_nimble tune` while running (no reload).
  */

@@ -10,7 +10,7 @@
 #include "nimble.bpf.h"
 #include "topo.bpf.h"
 #include "stats.bpf.h"
-#include "numa_gate.bpf.h"
+#include "numa_moves.bpf.h"
 #include "vtime.bpf.h"
 #include "balance.bpf.h"
 #include "cpu_dsq.bpf.h"

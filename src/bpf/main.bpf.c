@@ -23,6 +23,7 @@
 #include "numa.bpf.h"
 #include "idle.bpf.h"
 #include "numa_gate.bpf.h"
+#include "numa_moves.bpf.h"
 #include "llc_dsq.bpf.h"
 #include "swq.bpf.h"
 #include "dispatch.bpf.h"

@@ -111,6 +111,14 @@ const volatile u32 node_level[MAX_NODES][MAX_NODES];
  * on node b (the kernel's SD_WAKE_AFFINE, kept within the reclaim distance).
  */
 const volatile u8 node_affine[MAX_NODES][MAX_NODES];
+/*
+ * The NUMA level between two nodes, computed by userspace from the same
+ * thresholds as the numa_levels map: gate_level[a][b] is 1 + the level of
+ * a's hierarchy that first spans b (0: none, e.g. a == b), gate_within[a][b]
+ * the distance the groups of that level reach (its child level's).
+ */
+const volatile u8 gate_level[MAX_NODES][MAX_NODES];
+const volatile u32 gate_within[MAX_NODES][MAX_NODES];
 /* node_order[n][0..nr_nodes]: n itself, then the other nodes nearest first. */
 const volatile u32 node_order[MAX_NODES][MAX_NODES];
 /*

@@ -74,7 +74,6 @@ static __always_inline bool node_crowded(u32 node)
  * its CPU count (0: it is not). An overload that lasts numa_patience_ns
  * lets other nodes take any of its waiting tasks, whatever the rule says.
  */
-#define NODE_LOAD_SHIFT	10
 
 static __always_inline bool node_load_over(u32 n)
 {

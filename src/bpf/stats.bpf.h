@@ -7,6 +7,7 @@
 #define __NIMBLE_STATS_BPF_H
 
 #include "nimble.bpf.h"
+#include "rules.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -60,18 +61,6 @@ static __always_inline void lstat_add(u32 llc, enum llc_stat idx, u64 v)
 
 	if (s && idx < NR_LLC_STATS)
 		s->cnt[idx] += v;
-}
-
-/* Histogram bucket of a wait of @ns (layout in intf.h, struct wait_hist). */
-static __always_inline u32 wait_hist_bucket(u64 ns)
-{
-	u32 m, b;
-
-	if (ns < 4)
-		return ns;
-	m = 63 - __builtin_clzll(ns);
-	b = 4 * (m - 1) + ((ns >> (m - 2)) & 3);
-	return b < WAIT_HIST_BUCKETS ? b : WAIT_HIST_BUCKETS - 1;
 }
 
 static __always_inline void record_wait(u32 llc, enum wait_queue q, u64 ns)

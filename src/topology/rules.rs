@@ -1,20 +1,17 @@
 //! The NUMA imbalance rules: when a node may keep more load than another.
 //!
-//! This is the policy; src/bpf/numa.bpf.h applies it with live counts and
-//! follows these functions line for line (BPF cannot call Rust). The
+//! The decisions are the C functions of src/bpf/rules.h, which BPF runs
+//! (numa_gate.bpf.h); build.rs compiles the same file for the host and this
+//! module calls it, so the tests below check the code that runs. The
 //! thresholds (imb_numa_nr per level) come from `thresholds.rs`.
 //!
 //! The kernel's terms: at a NUMA level, the *local* group is the child span
 //! holding the CPU that decides, the other group is the *idlest* (fork) or
 //! *busiest* (runtime) one. `imbalance` is their difference in idle CPUs.
 
-/// Below this difference in idle CPUs an imbalance may be tolerated at all
-/// (kernel: NUMA_IMBALANCE_MIN, "a simple pair of communicating tasks").
-pub const NUMA_IMBALANCE_MIN: i64 = 2;
+use crate::bpf_intf::{self, node_group, NODE_LOAD_SHIFT};
 
-/// How much busier per CPU an overloaded group must be than a busy
-/// destination before it gives up a task (seed 003: imbalance_pct).
-pub const IMBALANCE_PCT: i64 = 112;
+pub use bpf_intf::node_group as NodeGroup;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum NumaRule {
@@ -66,113 +63,141 @@ impl NumaRule {
     pub fn from_bpf(v: u32) -> Option<Self> {
         Self::ALL.into_iter().find(|r| r.bpf() == v)
     }
+}
 
-    /// Whether the rule tolerates this imbalance, i.e. no task should move
-    /// because of it.
-    pub fn tolerates(self, v: &View, at_fork: bool) -> bool {
-        match self {
-            Self::Mainline => v.dst_running <= v.imb_numa_nr && v.imbalance <= NUMA_IMBALANCE_MIN,
-            Self::V3 => {
-                v.src_running < v.imb_numa_nr && (at_fork || v.imbalance <= NUMA_IMBALANCE_MIN)
-            }
-            Self::V4 => v.src_running <= v.span_weight / 4 && v.imbalance <= v.imb_numa_nr,
-            Self::Off => false,
-            Self::Tip => {
-                v.src_running < v.group_weight / 4 && (at_fork || v.imbalance <= NUMA_IMBALANCE_MIN)
-            }
+mod ffi {
+    use crate::bpf_intf::node_group;
+
+    // src/bpf/rules_host.c: rules.h with external linkage.
+    extern "C" {
+        pub fn numa_tolerates(
+            rule: u32,
+            imb: i32,
+            span: i32,
+            weight: i32,
+            imbalance: i32,
+            dst_running: i32,
+            src_running: i32,
+            at_fork: bool,
+        ) -> bool;
+        pub fn numa_fork_moves(
+            rule: u32,
+            imb: i32,
+            span: i32,
+            local: *const node_group,
+            idlest_idle: i32,
+        ) -> bool;
+        pub fn numa_pull_verdict(
+            rule: u32,
+            imb: i32,
+            span: i32,
+            d: *const node_group,
+            g: *const node_group,
+            overload_ok: bool,
+            overloaded_long: bool,
+        ) -> u32;
+        pub fn wait_hist_bucket(ns: u64) -> u32;
+    }
+}
+
+/// What the runtime rule lets another node take (enum numa_verdict).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing: the rule keeps the load where it is.
+    Keep,
+    /// Tasks that have waited `--numa-patience-us`.
+    GoCold,
+    /// Any task (overloaded that long, or the rule is off).
+    GoAny,
+}
+
+impl NodeGroup {
+    /// A group in steady state: its load average equals its runnable count.
+    pub fn steady(idle: i32, run: i32, cpus: i32) -> Self {
+        node_group {
+            idle,
+            run,
+            cpus,
+            allowed: cpus,
+            load: (run as i64) << NODE_LOAD_SHIFT,
         }
     }
 }
 
-/// What the rule is asked about, at one NUMA level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct View {
-    pub imb_numa_nr: i64,
-    /// CPUs in the level's span.
-    pub span_weight: i64,
-    /// Idle CPUs of the destination group minus those of the source group.
-    pub imbalance: i64,
-    /// Tasks the destination group would run, counting the one that moves.
-    pub dst_running: i64,
-    /// Tasks the source (busiest) group runs.
-    pub src_running: i64,
-    /// CPUs of the source group (at fork: of the local group).
-    pub group_weight: i64,
+/// rules.h numa_tolerates(): whether the rule tolerates the imbalance.
+#[allow(clippy::too_many_arguments)]
+pub fn tolerates(
+    rule: NumaRule,
+    imb_numa_nr: i32,
+    span_weight: i32,
+    group_weight: i32,
+    imbalance: i32,
+    dst_running: i32,
+    src_running: i32,
+    at_fork: bool,
+) -> bool {
+    // SAFETY: a pure C function of plain values.
+    unsafe {
+        ffi::numa_tolerates(
+            rule.bpf(),
+            imb_numa_nr,
+            span_weight,
+            group_weight,
+            imbalance,
+            dst_running,
+            src_running,
+            at_fork,
+        )
+    }
 }
 
-// fork_moves and pull_allowed are the reference numa_gate.bpf.h mirrors;
-// only the unit tests call them from Rust.
-
-/// Fork/exec (kernel: find_idlest_group at an SD_NUMA level): does the child
-/// leave the local group for the idlest one? The threshold is clamped to the
-/// CPUs of the local group the task may use.
-#[cfg_attr(not(test), allow(dead_code))]
-#[allow(clippy::too_many_arguments)]
+/// rules.h numa_fork_moves(): does a forked child leave `local` for the
+/// idlest other group, which has `idlest_idle` idle CPUs?
 pub fn fork_moves(
     rule: NumaRule,
-    imb_numa_nr: i64,
-    span_weight: i64,
-    local_cpus: i64,
-    allowed_local: i64,
-    local_idle: i64,
-    local_running: i64,
-    idlest_idle: i64,
+    imb_numa_nr: i32,
+    span_weight: i32,
+    local: &NodeGroup,
+    idlest_idle: i32,
 ) -> bool {
-    if local_idle == 0 {
-        // No spare capacity here: any spare capacity elsewhere wins.
-        return idlest_idle > 0;
-    }
-    let v = View {
-        imb_numa_nr: imb_numa_nr.min(allowed_local),
-        span_weight,
-        imbalance: (idlest_idle - local_idle).abs(),
-        dst_running: local_running + 1,
-        src_running: local_running + 1,
-        group_weight: local_cpus,
-    };
-    !rule.tolerates(&v, true) && idlest_idle > local_idle
+    // SAFETY: `local` is a valid node_group for the call's duration.
+    unsafe { ffi::numa_fork_moves(rule.bpf(), imb_numa_nr, span_weight, local, idlest_idle) }
 }
 
-/// Runtime (kernel: calculate_imbalance with spare capacity): may an idle
-/// CPU of the destination group take a task from the source group?
-/// An overloaded source (more runnable tasks than CPUs) gets no allowance,
-/// as long as it stays at least as busy per CPU as the destination after
-/// the move: a destination with spare capacity is filled (a waiting task is
-/// not held back while a CPU elsewhere is idle); a full one only takes from
-/// a source busier per CPU by IMBALANCE_PCT. (BPF applies the margin to the
-/// tick-averaged loads.)
-#[allow(clippy::too_many_arguments)]
-#[cfg_attr(not(test), allow(dead_code))]
-pub fn pull_allowed(
+/// rules.h numa_pull_verdict(): may a CPU of group `dst` take a task from
+/// group `src`?
+pub fn pull_verdict(
     rule: NumaRule,
-    imb_numa_nr: i64,
-    span_weight: i64,
-    dst_idle: i64,
-    dst_running: i64,
-    dst_cpus: i64,
-    src_idle: i64,
-    src_running: i64,
-    src_cpus: i64,
-) -> bool {
-    if rule == NumaRule::Off {
-        return true;
-    }
-    if src_running > src_cpus {
-        let still_busier = (src_running - 1) * dst_cpus >= (dst_running + 1) * src_cpus;
-        let by_margin = src_running * dst_cpus * 100 > dst_running * src_cpus * IMBALANCE_PCT;
-        return still_busier && (dst_running < dst_cpus || by_margin);
-    }
-    let v = View {
-        imb_numa_nr,
-        span_weight,
-        imbalance: dst_idle - src_idle,
-        dst_running: dst_running + 1,
-        src_running,
-        group_weight: src_cpus,
+    imb_numa_nr: i32,
+    span_weight: i32,
+    dst: &NodeGroup,
+    src: &NodeGroup,
+    overload_ok: bool,
+    overloaded_long: bool,
+) -> Verdict {
+    // SAFETY: both groups are valid for the call's duration.
+    let v = unsafe {
+        ffi::numa_pull_verdict(
+            rule.bpf(),
+            imb_numa_nr,
+            span_weight,
+            dst,
+            src,
+            overload_ok,
+            overloaded_long,
+        )
     };
-    // The kernel halves the imbalance into tasks to move: one task moves
-    // only for a difference of at least two idle CPUs.
-    !rule.tolerates(&v, false) && v.imbalance >= 2
+    match v {
+        bpf_intf::numa_verdict_NUMA_KEEP => Verdict::Keep,
+        bpf_intf::numa_verdict_NUMA_GO_COLD => Verdict::GoCold,
+        _ => Verdict::GoAny,
+    }
+}
+
+/// rules.h wait_hist_bucket(): the histogram bucket of a wait of `ns`.
+pub fn wait_hist_bucket(ns: u64) -> usize {
+    // SAFETY: a pure C function of a plain value.
+    unsafe { ffi::wait_hist_bucket(ns) as usize }
 }
 
 #[cfg(test)]
@@ -180,10 +205,42 @@ mod tests {
     use super::NumaRule::*;
     use super::*;
 
-    // Two nodes of 4 CPUs (the n2l4 VM), mainline imb_numa_nr = 2, span 8.
-    fn fork_n2l4(rule: NumaRule, local_running: i64) -> bool {
-        let local_idle = 4 - local_running;
-        fork_moves(rule, 2, 8, 4, 4, local_idle, local_running, 4)
+    /// Fork on the n2l4 VM (two nodes of 4 CPUs, span 8): the local group
+    /// has `local_idle` idle CPUs and `local_running` tasks, the other 4.
+    #[allow(clippy::too_many_arguments)]
+    fn fork(
+        rule: NumaRule,
+        imb: i32,
+        span: i32,
+        cpus: i32,
+        allowed: i32,
+        local_idle: i32,
+        local_running: i32,
+        idlest_idle: i32,
+    ) -> bool {
+        let local = NodeGroup {
+            allowed,
+            ..NodeGroup::steady(local_idle, local_running, cpus)
+        };
+        fork_moves(rule, imb, span, &local, idlest_idle)
+    }
+
+    fn fork_n2l4(rule: NumaRule, local_running: i32) -> bool {
+        fork(rule, 2, 8, 4, 4, 4 - local_running, local_running, 4)
+    }
+
+    /// Runtime pull in steady state (loads equal counts): may the group
+    /// (idle, running, cpus) `dst` take a waiting task from `src`?
+    fn pull(
+        rule: NumaRule,
+        imb: i32,
+        span: i32,
+        dst: (i32, i32, i32),
+        src: (i32, i32, i32),
+    ) -> bool {
+        let d = NodeGroup::steady(dst.0, dst.1, dst.2);
+        let g = NodeGroup::steady(src.0, src.1, src.2);
+        pull_verdict(rule, imb, span, &d, &g, true, false) != Verdict::Keep
     }
 
     #[test]
@@ -199,65 +256,113 @@ mod tests {
     #[test]
     fn v3_spreads_the_pair_and_off_spreads_at_once() {
         assert!(fork_n2l4(V3, 1), "v3: 2 running is not < 2");
-        assert!(
-            !fork_moves(V3, 3, 8, 4, 4, 3, 1, 4),
-            "v3 with imb 3 keeps it"
-        );
+        assert!(!fork(V3, 3, 8, 4, 4, 3, 1, 4), "v3 with imb 3 keeps it");
         assert!(fork_n2l4(Off, 1), "off: the idler node wins at once");
     }
 
     #[test]
     fn off_only_moves_to_a_strictly_idler_group() {
         // Equal idle counts: stay (kernel: local idle >= idlest idle).
-        assert!(!fork_moves(Off, 2, 8, 4, 4, 4, 0, 4));
-        assert!(fork_moves(Off, 2, 8, 4, 4, 3, 1, 4));
+        assert!(!fork(Off, 2, 8, 4, 4, 4, 0, 4));
+        assert!(fork(Off, 2, 8, 4, 4, 3, 1, 4));
     }
 
     #[test]
     fn v4_uses_a_quarter_of_the_span_and_the_idle_difference() {
         // span 8: tolerate while <= 2 run locally and diff <= imb.
-        assert!(!fork_moves(V4, 2, 8, 4, 4, 3, 1, 4));
-        assert!(fork_moves(V4, 2, 8, 4, 4, 2, 2, 4));
-        assert!(!fork_moves(V4, 8, 32, 16, 16, 12, 4, 16));
+        assert!(!fork(V4, 2, 8, 4, 4, 3, 1, 4));
+        assert!(fork(V4, 2, 8, 4, 4, 2, 2, 4));
+        assert!(!fork(V4, 8, 32, 16, 16, 12, 4, 16));
     }
 
     #[test]
     fn the_clamp_to_allowed_cpus_applies() {
         // With one usable local CPU the threshold is 1: the child moves.
-        assert!(fork_moves(Mainline, 2, 8, 4, 1, 3, 1, 4));
+        assert!(fork(Mainline, 2, 8, 4, 1, 3, 1, 4));
     }
 
     #[test]
     fn runtime_pull_tolerates_small_imbalances_only() {
         // Node 0 runs 2 hogs, node 1 idle: diff 2, dst would run 1 <= 2.
-        assert!(!pull_allowed(Mainline, 2, 8, 4, 0, 4, 2, 2, 4));
+        assert!(!pull(Mainline, 2, 8, (4, 0, 4), (2, 2, 4)));
         // 3 hogs: diff 3 > 2: one moves.
-        assert!(pull_allowed(Mainline, 2, 8, 4, 0, 4, 1, 3, 4));
+        assert!(pull(Mainline, 2, 8, (4, 0, 4), (1, 3, 4)));
         // After 3/1 nothing more moves (diff 1).
-        assert!(!pull_allowed(Mainline, 2, 8, 3, 1, 4, 1, 3, 4));
+        assert!(!pull(Mainline, 2, 8, (3, 1, 4), (1, 3, 4)));
         // Overloaded source, destination with spare capacity: always.
-        assert!(pull_allowed(Mainline, 64, 8, 1, 3, 4, 0, 5, 4));
+        assert!(pull(Mainline, 64, 8, (1, 3, 4), (0, 5, 4)));
         // Both full: only by the margin and if still busier after the move.
-        assert!(pull_allowed(Mainline, 2, 8, 0, 4, 4, 0, 6, 4));
-        assert!(!pull_allowed(Mainline, 2, 8, 0, 4, 4, 0, 5, 4));
+        assert!(pull(Mainline, 2, 8, (0, 4, 4), (0, 6, 4)));
+        assert!(!pull(Mainline, 2, 8, (0, 4, 4), (0, 5, 4)));
         // off: always.
-        assert!(pull_allowed(Off, 2, 8, 1, 3, 4, 1, 2, 4));
+        assert!(pull(Off, 2, 8, (1, 3, 4), (1, 2, 4)));
         // v3: the busiest group's count decides.
-        assert!(pull_allowed(V3, 2, 8, 4, 0, 4, 2, 2, 4));
-        assert!(!pull_allowed(V3, 3, 8, 4, 0, 4, 2, 2, 4));
+        assert!(pull(V3, 2, 8, (4, 0, 4), (2, 2, 4)));
+        assert!(!pull(V3, 3, 8, (4, 0, 4), (2, 2, 4)));
+    }
+
+    #[test]
+    fn overload_judged_on_the_average_and_patience() {
+        let d = NodeGroup::steady(4, 0, 4);
+        // 5 runnable now but 3 on average: not overloaded, the rule applies
+        // (diff 4 > 2: waiting tasks may go, once cache-cold).
+        let busy_now = NodeGroup {
+            load: 3 << NODE_LOAD_SHIFT,
+            ..NodeGroup::steady(0, 5, 4)
+        };
+        assert_eq!(
+            pull_verdict(Mainline, 2, 8, &d, &busy_now, true, false),
+            Verdict::GoCold
+        );
+        // Overloaded on average: cold tasks go, any task once it has lasted.
+        let g = NodeGroup::steady(0, 6, 4);
+        assert_eq!(
+            pull_verdict(Mainline, 64, 8, &d, &g, true, false),
+            Verdict::GoCold
+        );
+        assert_eq!(
+            pull_verdict(Mainline, 64, 8, &d, &g, true, true),
+            Verdict::GoAny
+        );
+        // A push (no overload exemption) follows the rule only: a
+        // destination 2 idle CPUs ahead running 2 (3 <= 64) keeps the task
+        // home; a waiting task of the overloaded node may go.
+        let half = NodeGroup::steady(2, 2, 4);
+        assert_eq!(
+            pull_verdict(Mainline, 64, 8, &half, &g, false, true),
+            Verdict::Keep
+        );
+        assert_eq!(
+            pull_verdict(Mainline, 64, 8, &half, &g, true, true),
+            Verdict::GoAny
+        );
+        // off: any task, always.
+        assert_eq!(
+            pull_verdict(Off, 2, 8, &d, &d, false, false),
+            Verdict::GoAny
+        );
     }
 
     #[test]
     fn tip_allows_a_quarter_of_the_group() {
         // 4-CPU nodes: fewer than 1 task: only an idle node keeps its first child.
-        assert!(!fork_moves(Tip, 2, 8, 4, 4, 4, 0, 4));
-        assert!(fork_moves(Tip, 2, 8, 4, 4, 3, 1, 4));
+        assert!(!fork(Tip, 2, 8, 4, 4, 4, 0, 4));
+        assert!(fork(Tip, 2, 8, 4, 4, 3, 1, 4));
         // 16-CPU nodes: up to 3 tasks stay, whatever imb_numa_nr says.
-        assert!(!fork_moves(Tip, 0, 32, 16, 16, 13, 2, 16));
-        assert!(fork_moves(Tip, 99, 32, 16, 16, 12, 3, 16));
+        assert!(!fork(Tip, 0, 32, 16, 16, 13, 2, 16));
+        assert!(fork(Tip, 99, 32, 16, 16, 12, 3, 16));
         // Runtime: busiest 3 of 16 CPUs, diff 3: the diff is too large.
-        assert!(pull_allowed(Tip, 0, 32, 16, 0, 16, 13, 3, 16));
-        assert!(!pull_allowed(Tip, 0, 32, 15, 1, 16, 13, 3, 16));
+        assert!(pull(Tip, 0, 32, (16, 0, 16), (13, 3, 16)));
+        assert!(!pull(Tip, 0, 32, (15, 1, 16), (13, 3, 16)));
+    }
+
+    #[test]
+    fn tolerates_is_the_kernels_adjust_numa_imbalance_for_mainline() {
+        // dst_running <= imb_numa_nr and imbalance <= NUMA_IMBALANCE_MIN (2).
+        assert!(tolerates(Mainline, 2, 8, 4, 2, 2, 2, false));
+        assert!(!tolerates(Mainline, 2, 8, 4, 3, 2, 2, false));
+        assert!(!tolerates(Mainline, 2, 8, 4, 2, 3, 2, false));
+        assert!(!tolerates(Off, 99, 8, 4, 0, 0, 0, true));
     }
 
     #[test]

@@ -43,6 +43,30 @@ pub fn numa_thresholds(t: &SysTopo, formula: ImbFormula) -> Thresholds {
         .collect()
 }
 
+/// The NUMA level between two nodes, as the gate in BPF looks it up in one
+/// step: `table[a][b]` is `Some((level, within))` with `level` the index of
+/// the first of a's levels whose distance reaches b, and `within` the
+/// distance its groups (the child spans) reach; None for a itself or when
+/// no level spans b. `distance` is indexed by node id, as `th`'s nodes are.
+pub fn gate_levels(th: &Thresholds, distance: &[Vec<usize>]) -> Vec<Vec<Option<(usize, usize)>>> {
+    let n = distance.len();
+    let mut table = vec![vec![None; n]; n];
+    for (a, levels) in th {
+        for b in (0..n).filter(|&b| b != *a) {
+            let d = distance[*a][b];
+            let mut within = distance[*a][*a];
+            for (i, l) in levels.iter().enumerate() {
+                if l.distance >= d {
+                    table[*a][b] = Some((i, within));
+                    break;
+                }
+                within = l.distance;
+            }
+        }
+    }
+    table
+}
+
 /// A `--imb-numa-nr LEVEL=VALUE` override: LEVEL counts SD_NUMA levels from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Override {
@@ -113,6 +137,20 @@ pub fn summary(th: &[(usize, Vec<NumaLevel>)]) -> String {
 mod tests {
     use super::*;
     use crate::topology::domains::tests::vm_n4;
+
+    #[test]
+    fn gate_finds_the_first_level_that_spans_the_other_node() {
+        let sys = vm_n4();
+        let th = numa_thresholds(&sys, ImbFormula::Mainline);
+        let t = gate_levels(&th, &sys.distance);
+        // Srikar's SLIT: 0-1 at 20 (level 0, groups are single nodes), 0-2
+        // at 40 (level 1, groups are the pairs within 20).
+        assert_eq!(t[0][1], Some((0, 10)));
+        assert_eq!(t[0][2], Some((1, 20)));
+        assert_eq!(t[3][0], Some((1, 20)));
+        assert_eq!(t[2][3], Some((0, 10)));
+        assert_eq!(t[1][1], None);
+    }
 
     #[test]
     fn per_node_levels_with_distances() {

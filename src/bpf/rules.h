@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The pure decisions of the policy: the NUMA imbalance rule, the fork
+ * placement and runtime pull verdicts, and the wait-histogram bucket. No
+ * BPF helpers, no maps: BPF includes this file (numa_gate.bpf.h,
+ * stats.bpf.h), and build.rs compiles it for the host (rules_host.c) so the
+ * Rust unit tests (src/topology/rules.rs, src/hist.rs) call these very
+ * functions. Change a comparison here and those tests see it.
+ *
+ * The kernel's terms: at a NUMA level, the *local* group is the child span
+ * holding the CPU that decides, the other group is the *idlest* (fork) or
+ * *busiest* (runtime) one; `imbalance` is their difference in idle CPUs.
+ */
+#ifndef __NIMBLE_RULES_H
+#define __NIMBLE_RULES_H
+
+#ifndef RULE_FN
+#define RULE_FN static __always_inline
+#endif
+
+/*
+ * Below this difference in idle CPUs an imbalance may be tolerated at all
+ * (kernel: NUMA_IMBALANCE_MIN, "a simple pair of communicating tasks").
+ */
+#define NUMA_IMBALANCE_MIN	2
+/*
+ * An overloaded node sheds load only to a node less loaded per CPU by this
+ * margin, in percent (seed 003: the kernel's imbalance_pct), so two busy
+ * nodes do not trade tasks back and forth.
+ */
+#define NUMA_IMBALANCE_PCT	112
+
+/*
+ * Whether @rule tolerates an imbalance, i.e. no task should move because of
+ * it. @imb: the level's imb_numa_nr; @span: CPUs in the level's span;
+ * @weight: CPUs of the source group (at fork: the local one); @imbalance:
+ * idle CPUs of the destination minus the source's; @dst_running: tasks the
+ * destination would run, counting the one that moves.
+ */
+RULE_FN bool numa_tolerates(u32 rule, s32 imb, s32 span, s32 weight, s32 imbalance,
+			    s32 dst_running, s32 src_running, bool at_fork)
+{
+	switch (rule) {
+	case NUMA_RULE_MAINLINE:
+		/* adjust_numa_imbalance(), v5.19 on */
+		return dst_running <= imb && imbalance <= NUMA_IMBALANCE_MIN;
+	case NUMA_RULE_V3:
+		return src_running < imb && (at_fork || imbalance <= NUMA_IMBALANCE_MIN);
+	case NUMA_RULE_V4:
+		return src_running <= span / 4 && imbalance <= imb;
+	case NUMA_RULE_TIP:
+		/* v5.16: a quarter of the group, no imb_numa_nr yet */
+		return src_running < weight / 4 && (at_fork || imbalance <= NUMA_IMBALANCE_MIN);
+	default:
+		/* NUMA_RULE_OFF: nodes are crossed as freely as LLCs */
+		return false;
+	}
+}
+
+/*
+ * Fork/exec (kernel: find_idlest_group() at an SD_NUMA level): does the
+ * child leave @local for the idlest other group, which has @idlest_idle
+ * idle CPUs? The threshold is clamped to the local CPUs the task may use.
+ */
+RULE_FN bool numa_fork_moves(u32 rule, s32 imb, s32 span, const struct node_group *local,
+			     s32 idlest_idle)
+{
+	s32 diff;
+
+	/* No spare capacity here: any spare capacity elsewhere wins. */
+	if (local->idle == 0)
+		return idlest_idle > 0;
+	if (imb > local->allowed)
+		imb = local->allowed;
+	diff = idlest_idle - local->idle;
+	if (diff < 0)
+		diff = -diff;
+	if (numa_tolerates(rule, imb, span, local->cpus, diff, local->run + 1, local->run + 1,
+			   true))
+		return false;
+	return idlest_idle > local->idle;
+}
+
+/*
+ * Runtime (kernel: calculate_imbalance() with spare capacity): may a CPU of
+ * group @d take a task runnable in group @g? @overload_ok: a waiting task
+ * may leave an overloaded @g whatever the rule says (a running one, a push,
+ * moves by the rule only); @overloaded_long: @g has been overloaded for
+ * numa_patience_ns.
+ */
+RULE_FN enum numa_verdict numa_pull_verdict(u32 rule, s32 imb, s32 span,
+					    const struct node_group *d,
+					    const struct node_group *g,
+					    bool overload_ok, bool overloaded_long)
+{
+	s32 imbalance;
+
+	if (rule == NUMA_RULE_OFF)
+		return NUMA_GO_ANY;
+	/*
+	 * Overloaded (on average): no allowance applies, as long as @g stays
+	 * at least as busy per CPU as @d after one task moves (so two nodes
+	 * do not trade the same task back and forth). If @d has spare
+	 * capacity it is filled (the kernel: busiest overloaded, local has
+	 * spare); if it is busy too, @g must be busier per CPU by the margin
+	 * on average.
+	 */
+	if (overload_ok && g->load > ((s64)g->cpus << NODE_LOAD_SHIFT)) {
+		if ((s64)(g->run - 1) * d->cpus < (s64)(d->run + 1) * g->cpus)
+			return NUMA_KEEP;
+		if (d->run >= d->cpus &&
+		    g->load * d->cpus * 100 <= d->load * g->cpus * NUMA_IMBALANCE_PCT)
+			return NUMA_KEEP;
+		return overloaded_long ? NUMA_GO_ANY : NUMA_GO_COLD;
+	}
+	imbalance = d->idle - g->idle;
+	if (numa_tolerates(rule, imb, span, g->cpus, imbalance, d->run + 1, g->run, false))
+		return NUMA_KEEP;
+	/*
+	 * The kernel halves the imbalance into tasks to move: one task moves
+	 * only for a difference of at least two idle CPUs.
+	 */
+	return imbalance >= 2 ? NUMA_GO_COLD : NUMA_KEEP;
+}
+
+/*
+ * Bucket of a queue wait of @ns (struct wait_hist in intf.h): log2 buckets
+ * split in four, so a percentile read from them is within 25 %.
+ */
+RULE_FN u32 wait_hist_bucket(u64 ns)
+{
+	u32 m, b;
+
+	if (ns < 4)
+		return ns;
+	m = 63 - __builtin_clzll(ns);
+	b = 4 * (m - 1) + ((ns >> (m - 2)) & 3);
+	return b < WAIT_HIST_BUCKETS ? b : WAIT_HIST_BUCKETS - 1;
+}
+
+#endif /* __NIMBLE_RULES_H */
