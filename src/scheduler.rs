@@ -5,11 +5,11 @@ use crate::bpf_intf::{nimble_limits_MAX_NUMA_LEVELS, numa_level};
 use crate::bpf_skel::*;
 use crate::counters::{self, Counters, NR_WAIT_QUEUES};
 use crate::ctl::{self, Ctl};
+use crate::opts::Opts;
 use crate::stats::{self, Metrics, Setup};
 use crate::topology::domains::{wakes_affine_across, RECLAIM_DISTANCE};
 use crate::topology::sysfs::SysTopo;
 use crate::topology::{self, thresholds, Layout};
-use crate::Opts;
 use anyhow::{bail, Context, Result};
 use crossbeam::channel::RecvTimeoutError;
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
@@ -44,7 +44,7 @@ pub struct Scheduler<'a> {
 /// the overrides: before anything is loaded or logged, so a bad override is one
 /// line and nothing else.
 fn thresholds_for(opts: &Opts, sys: &SysTopo) -> Result<thresholds::Thresholds> {
-    let mut th = thresholds::numa_thresholds(sys, opts.imb_formula.into());
+    let mut th = thresholds::numa_thresholds(sys, opts.imb_formula);
     thresholds::apply_overrides(&mut th, &opts.imb_numa_nr)?;
     Ok(th)
 }
@@ -58,7 +58,7 @@ fn write_thresholds(
 ) -> Result<Vec<stats::Threshold>> {
     info!(
         "imb_numa_nr ({}): {}",
-        topology::report::formula_name(opts.imb_formula.into()),
+        topology::report::formula_name(opts.imb_formula),
         thresholds::summary(th)
     );
     let mut out = Vec::new();
@@ -206,7 +206,7 @@ impl<'a> Scheduler<'a> {
             nr_llcs: layout.nr_llcs(),
             ctl,
             setup: Setup {
-                imb_formula: topology::report::formula_name(opts.imb_formula.into()).into(),
+                imb_formula: topology::report::formula_name(opts.imb_formula).into(),
                 slice_us: opts.slice_us,
                 numa_patience_us: opts.numa_patience_us,
                 swq_shards: swq.llc_shards.iter().copied().max().unwrap_or(1) as u64,

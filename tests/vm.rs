@@ -301,7 +301,7 @@ macro_rules! sid_test {
 }
 
 // Each topology's scripts run in this order in its boot. The reliability
-// suite (issue 7: load, faults, hostile input) and the functional tests.
+// suite (load, faults, hostile input) and the functional tests.
 vm_cases! {
     flat_attach_load: "flat", "attach_load.sh", Ci, script_only;
     flat_hostile_input: "flat", "errors.sh", Full, script_only;
@@ -366,7 +366,7 @@ const MAX_NUMA_LEVELS: usize = nimble_limits_MAX_NUMA_LEVELS as usize;
 /// One level as the kernel shows it: name, CPUs, flags.
 type KernelDomain = (String, Vec<u64>, Vec<String>);
 
-/// Issue 3: `topology --json` names, spans and flags equal the guest kernel's
+/// `topology --json` names, spans and flags equal the guest kernel's
 /// (names and masks from /proc/schedstat, flags from debugfs) for every CPU.
 fn topology_matches_kernel(topo: &str, out: &str) {
     // (cpu, domain index) -> level, from the kernel.
@@ -423,7 +423,7 @@ fn topology_matches_kernel(topo: &str, out: &str) {
     );
 }
 
-/// Issue 3, acceptance 4: the numa_levels map holds, for every node, the
+/// The numa_levels map holds, for every node, the
 /// imb_numa_nr of each NUMA level `topology` prints (or the override).
 fn thresholds_in_map(topo: &str, out: &str) {
     let mut configs = 0;
@@ -481,7 +481,7 @@ fn thresholds_in_map(topo: &str, out: &str) {
     assert_eq!(configs, 2, "{topo}: expected two configurations");
 }
 
-/// Issue 6: under load, the JSON form of `--monitor` parses, and every
+/// Under load, the JSON form of `--monitor` parses, and every
 /// counter's per-node and per-LLC values add up to its total (one snapshot
 /// is read at one moment, so the sums must be exact).
 fn stats_json_sums(topo: &str, out: &str) {

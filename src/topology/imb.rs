@@ -11,12 +11,14 @@ pub const SD_SHARE_LLC: u32 = 1 << 1;
 pub const SD_PREFER_SIBLING: u32 = 1 << 2;
 pub const SD_NUMA: u32 = 1 << 3;
 
-/// Which kernel's formula to compute the LLC parent's allowance with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which kernel's formula to compute the LLC parent's allowance with (also
+/// the values of `--imb-formula`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ImbFormula {
     /// v6.0 onwards: one task per LLC, or 1/8 of a single-LLC node, at least 1.
     Mainline,
     /// v5.18, the first merged version: 1/4 of a single-LLC node, no floor.
+    #[value(name = "v5.18")]
     V5_18,
     /// The seed's v4/v4.1 (LKML, Dec 2021): max(2, llc^2 / span / 4), and the
     /// reference span from the highest prefer-sibling ancestor's parent.

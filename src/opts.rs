@@ -1,0 +1,134 @@
+//! The scheduler's options: the flags `scx_nimble` parses and the
+//! configuration `Scheduler::init` loads with (beside the scheduler, so the
+//! scheduler does not reach into main.rs).
+
+use crate::ctl::SwqMode;
+use crate::topology;
+use crate::topology::imb::ImbFormula;
+use crate::topology::rules::NumaRule;
+
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("interval").args(["stats", "monitor"])))]
+pub struct Opts {
+    /// Time slice in microseconds. Longer slices mean fewer context switches;
+    /// shorter ones lower latency under contention.
+    #[arg(short = 's', long, default_value_t = 5000,
+          value_parser = clap::value_parser!(u64).range(100..=100_000))]
+    pub slice_us: u64,
+
+    /// Shortest slice in microseconds: a task's slice shrinks as its LLC's
+    /// queue grows (slice * CPUs / (CPUs + queued)), but not below this.
+    /// Smaller turns a long queue over faster; larger switches less. The
+    /// default (the slice) keeps slices whole: shrinking them cost hackbench
+    /// in the VM.
+    #[arg(long, default_value_t = 5000,
+          value_parser = clap::value_parser!(u64).range(50..=100_000))]
+    pub slice_min_us: u64,
+
+    /// When a synchronous wakeup (pipes, sockets) finds no idle CPU, run the
+    /// wakee next on the waker's CPU if it would head its LLC queue anyway.
+    /// In the VM: perf messaging 30-44 % faster, hackbench faster at 1 and
+    /// 16 groups but slower at 4, tbench level (README), so off by default.
+    #[arg(long)]
+    pub wake_sync: bool,
+
+    /// Queue a wakeup that finds no idle CPU on the LLC's shared queue (the
+    /// first CPU to free up takes it) instead of on one CPU's own queue (the
+    /// sync waker's if its queue is no longer, else the task's previous CPU). Own
+    /// queues save a migration and the shared queue's lock per wakeup under
+    /// overload; the shared queue can start a wakee sooner behind a CPU that
+    /// holds a long slice.
+    #[arg(long)]
+    pub no_cpu_queues: bool,
+
+    /// Wakeup preemption: a woken task preempts the one running on its CPU
+    /// when its deadline is earlier by more than US microseconds. Off by
+    /// default: in the VM it cost hackbench more than it gained tbench.
+    #[arg(long, value_name = "US",
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub preempt_gap_us: Option<u64>,
+
+    /// Formula for the NUMA imbalance thresholds (imb_numa_nr): the kernel's
+    /// since v6.0, its first merged version, or the LKML v4 patch's.
+    #[arg(long, value_enum, default_value_t = ImbFormula::Mainline)]
+    pub imb_formula: ImbFormula,
+
+    /// Override the threshold of NUMA level LEVEL (1 = nearest remote tier)
+    /// on every node, e.g. `--imb-numa-nr 1=4`. Repeatable.
+    #[arg(long, value_name = "LEVEL=VALUE", value_parser = topology::thresholds::parse_override)]
+    pub imb_numa_nr: Vec<topology::thresholds::Override>,
+
+    /// NUMA imbalance rule at fork and for every node crossing: the kernel's
+    /// (mainline), seed 000's v3, v4 or tip (v5.16) variants, or off
+    /// (spread greedily).
+    /// `scx_nimble tune --numa-rule` switches it while running.
+    #[arg(long, value_enum, default_value_t = NumaRule::Mainline)]
+    pub numa_rule: NumaRule,
+
+    /// How long (µs) a queued task waits, or a node stays overloaded, before
+    /// another node may take its tasks. Larger keeps locality through longer
+    /// load spikes; smaller spreads sustained overload sooner.
+    #[arg(long, default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub numa_patience_us: u64,
+
+    /// Per-LLC shared wakequeue: which tasks go through it (a FIFO any CPU
+    /// of the LLC takes from before stealing from other LLCs). `wakeups`
+    /// spreads wakeups to the first free CPU at the cost of some locality;
+    /// `sis-fail` only when no idle CPU was found; `all` queues everything.
+    /// `scx_nimble tune --swq` switches it while running.
+    #[arg(long, value_enum, default_value_t = SwqMode::Off)]
+    pub swq: SwqMode,
+
+    /// swq pullers scan up to 8 queued tasks for one they may run, instead
+    /// of looking at the head only: more work found for CPUs behind
+    /// restricted tasks, at a longer time holding the queue.
+    #[arg(long)]
+    pub swq_affinity: bool,
+
+    /// Shards per LLC shared wakequeue (default: one per 6 CPUs). More
+    /// shards contend less on large LLCs; fewer keep the order FIFO.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=topology::swq::MAX_SHARDS as u64))]
+    pub swq_shards: Option<u64>,
+
+    /// Print the metrics every SECS seconds while scheduling: one `stats:`
+    /// line of counters (cumulative since attach), or JSON with --json.
+    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    pub stats: Option<f64>,
+
+    /// Do not schedule: print the running scx_nimble's metrics every SECS
+    /// seconds, read from its stats socket (root only), until Ctrl-C.
+    #[arg(long, value_name = "SECS", value_parser = parse_interval,
+          conflicts_with = "stats")]
+    pub monitor: Option<f64>,
+
+    /// With --stats or --monitor: one JSON object per interval (the
+    /// metrics `--help-stats` describes) instead of the `stats:` line.
+    #[arg(long, requires = "interval")]
+    pub json: bool,
+
+    /// List every metric with its description and exit.
+    #[arg(long)]
+    pub help_stats: bool,
+
+    /// Exit debug dump buffer length (0: kernel default).
+    #[arg(long, default_value_t = 0)]
+    pub exit_dump_len: u32,
+
+    /// Verbose output, including libbpf's and the steal order of every LLC.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    /// Print the version and exit.
+    #[arg(short = 'V', long)]
+    pub version: bool,
+}
+
+pub fn parse_interval(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.1..=3600.0).contains(&v) => Ok(v),
+        Ok(_) => Err("must be between 0.1 and 3600 seconds".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
