@@ -141,8 +141,20 @@ fn run(opts: &Opts) -> Result<()> {
         .context("installing the Ctrl-C/SIGTERM handler")?;
 
     let mut open_object = MaybeUninit::uninit();
+    let mut stats_client = opts.stats;
     loop {
         let mut sched = scheduler::Scheduler::init(opts, &mut open_object)?;
+        // --stats: a client of our own stats socket, as --monitor is of
+        // another process's (as scx_rusty does); started once the server
+        // is up, it reconnects across reloads.
+        if let Some(secs) = stats_client.take() {
+            let (json, stop) = (opts.json, shutdown.clone());
+            std::thread::spawn(move || {
+                if let Err(e) = stats::monitor(secs, json, stop) {
+                    log::warn!("--stats: {e:#}");
+                }
+            });
+        }
         let exit = sched.run(&shutdown)?;
         if !exit.should_restart() {
             break;

@@ -27,8 +27,6 @@ const MAX_NUMA_LEVELS: usize = nimble_limits_MAX_NUMA_LEVELS as usize;
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
-    stats_interval: Option<Duration>,
-    stats_json: bool,
     nr_nodes: usize,
     nr_llcs: usize,
     /// The controls last seen in nimble_ctl (`scx_nimble tune` changes them).
@@ -200,8 +198,6 @@ impl<'a> Scheduler<'a> {
         Ok(Self {
             skel,
             link: Some(link),
-            stats_interval: opts.stats.map(Duration::from_secs_f64),
-            stats_json: opts.json,
             nr_nodes: layout.nr_nodes(),
             nr_llcs: layout.nr_llcs(),
             ctl,
@@ -310,22 +306,16 @@ impl<'a> Scheduler<'a> {
     /// Runs until a shutdown request or the kernel unloads us; detaches, prints
     /// the final counters and says why the scheduler exited.
     pub fn run(&mut self, shutdown: &AtomicBool) -> Result<UserExitInfo> {
-        let mut next_stats = self.stats_interval.map(|i| Instant::now() + i);
         let (res_ch, req_ch) = self.stats_server.channels();
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
-            // Wake at least every 100 ms for the exit, tune and --stats checks.
+            // Wake at least every 100 ms for the exit and tune checks. --stats
+            // is a client of this server, like --monitor (main.rs).
             match req_ch.recv_timeout(Duration::from_millis(100)) {
                 Ok(()) => res_ch.send(self.metrics()?)?,
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(e) => Err(e).context("stats server channel")?,
             }
             self.watch_ctl()?;
-            if let (Some(at), Some(every)) = (next_stats, self.stats_interval) {
-                if Instant::now() >= at {
-                    stats::print_metrics(&self.metrics()?, self.stats_json)?;
-                    next_stats = Some(at + every);
-                }
-            }
         }
 
         // Detaching is synchronous: once the link is gone BPF writes no more

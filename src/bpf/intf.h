@@ -33,6 +33,16 @@ struct numa_level {
 };
 
 /*
+ * Every counter is declared once, in one of three lists below:
+ * X(ID, name, description). The list is its group: NIMBLE_STATS per CPU
+ * (broken down by the counting CPU's node and LLC), NODE_STATS by the node
+ * a decision concerns, LLC_STATS by the LLC whose queue it was. The C enums
+ * come from the lists here; build.rs turns the same lines into the Rust
+ * side (the metrics' fields and their --help-stats descriptions, the
+ * breakdowns, the order of the `stats:` line, docs/metrics.md's table).
+ * Adding a counter: one line here, one increment in BPF.
+ */
+/*
  * Per-CPU event counters; userspace sums them over CPUs.
  *
  * Every task placed in a queue is recorded once on the INS_* side. It then
@@ -42,48 +52,44 @@ struct numa_level {
  *   INS_DIRECT + INS_LOCAL + INS_LLC + INS_SWQ == RUN_* + DROPPED + nr_pending
  * and after unload nr_pending is 0.
  */
+#define NIMBLE_STATS(X) \
+	X(INS_DIRECT, ins_direct, "Wakeups select_cpu sent straight to an idle CPU's local DSQ") \
+	X(INS_LOCAL, ins_local, "Single-CPU tasks enqueued on their idle CPU's local DSQ") \
+	X(INS_LLC, ins_llc, "Tasks queued on an LLC dispatch queue or a CPU's own wake queue (deadline ordered)") \
+	X(INS_SWQ, ins_swq, "Tasks queued on an LLC's shared wakequeue") \
+	X(RUN_DIRECT, run_direct, "Tasks that ran after ins_direct") \
+	X(RUN_LOCAL, run_local, "Tasks that ran after ins_local") \
+	X(RUN_LLC_OWN, llc_own, "Tasks run from the running CPU's own LLC queue") \
+	X(RUN_LLC_NODE, steal_node, "Tasks stolen from another LLC of the same node") \
+	X(RUN_LLC_REMOTE, steal_remote, "Tasks stolen from an LLC of another node (= steal_l1 + steal_l2 + steal_far)") \
+	X(RUN_SWQ, run_swq, "Tasks that ran after waiting in a shared wakequeue") \
+	X(DROPPED, dropped, "Tasks that left a queue without running (dequeued, exited, unload)") \
+	X(IDLE_PREV, idle_prev, "select_cpu: the previous CPU (whole core) was idle") \
+	X(IDLE_LLC, idle_llc, "select_cpu: an idle CPU in the previous CPU's LLC") \
+	X(IDLE_NODE, idle_node, "select_cpu: an idle CPU on the previous CPU's node") \
+	X(IDLE_ANY, idle_any, "select_cpu: an idle CPU anywhere the task may run") \
+	X(KICK, kick, "Idle CPUs kicked to come and take a queued task") \
+	X(KEEP_RUNNING, keep_running, "Dispatch found nothing and let the previous task run on") \
+	X(MIGRATE, migrate, "Tasks that ran on another CPU than last time") \
+	X(MIGRATE_LLC, migrate_llc, "Migrations to a CPU of another LLC (subset of migrate)") \
+	X(MIGRATE_NODE, migrate_node, "Migrations to another node (subset of migrate_llc)") \
+	X(STEAL_L1, steal_l1, "Remote steals from the nearest remote NUMA tier") \
+	X(STEAL_L2, steal_l2, "Remote steals from the second NUMA tier") \
+	X(STEAL_FAR, steal_far, "Remote steals from the third NUMA tier or farther") \
+	X(WAKE_SYNC, wake_sync, "Sync wakeups queued on the waker's CPU (the waker is about to sleep)") \
+	X(LAG_CLAMP, lag_clamp, "Tasks queued over a slice after their last deadline (no credit kept: lag clamp)") \
+	X(PREEMPT, preempt, "Wakeups that preempted a later-deadline task on their CPU") \
+	X(BALANCE, balance, "Tasks whose slice ended moved to a less loaded LLC (summed weights)") \
+	X(SLICES, slices, "Slices given, shrunk with the LLC queue (see slice_ns)") \
+	X(SLICE_NS, slice_ns, "Sum of those slices in ns (average slice: slice_ns / slices)") \
+	X(CPUQ, cpuq, "Wakeups with no idle CPU queued on one CPU's own queue (not the LLC's)") \
+	X(CPUQ_WAKER, cpuq_waker, "Of those, on the sync waker's CPU (the waker runs there alone)") \
+	X(CPUQ_STEAL, cpuq_steal, "Tasks taken from another CPU's own queue by a CPU with nothing else to run")
+
 enum nimble_stat {
-	STAT_INS_DIRECT,	/* select_cpu found an idle CPU: straight to its local DSQ */
-	STAT_INS_LOCAL,		/* enqueue: single-CPU task whose CPU was idle, to its local DSQ */
-	STAT_INS_LLC,		/* enqueue: into the LLC DSQ of the task's CPU */
-	STAT_INS_SWQ,		/* enqueue: into the shared wakequeue of the task's LLC */
-
-	STAT_RUN_DIRECT,	/* ran after INS_DIRECT */
-	STAT_RUN_LOCAL,		/* ran after INS_LOCAL */
-	STAT_RUN_LLC_OWN,	/* ran from the LLC DSQ of the CPU that ran it */
-	STAT_RUN_LLC_NODE,	/* stolen from another LLC of the same node */
-	STAT_RUN_LLC_REMOTE,	/* stolen from an LLC of another node */
-	STAT_RUN_SWQ,		/* ran after INS_SWQ (per-LLC detail in llc_stats) */
-	STAT_DROPPED,		/* left its queue without running */
-
-	STAT_IDLE_PREV,		/* select_cpu: previous CPU (whole core) idle */
-	STAT_IDLE_LLC,		/* select_cpu: idle CPU in the previous CPU's LLC */
-	STAT_IDLE_NODE,		/* select_cpu: idle CPU in the previous CPU's node */
-	STAT_IDLE_ANY,		/* select_cpu: idle CPU anywhere the task may run */
-	STAT_KICK,		/* enqueue kicked an idle CPU to come and take the task */
-	STAT_KEEP_RUNNING,	/* dispatch found nothing and extended the previous task */
-
-	/* Where tasks ran compared with their last CPU (each a subset of the one before). */
-	STAT_MIGRATE,		/* ran on another CPU than last time */
-	STAT_MIGRATE_LLC,	/* ... in another LLC */
-	STAT_MIGRATE_NODE,	/* ... on another node */
-
-	/* RUN_LLC_REMOTE by how far the task travelled (node_level, NUMA tiers). */
-	STAT_STEAL_L1,		/* from a node of the nearest remote tier */
-	STAT_STEAL_L2,		/* from the second tier */
-	STAT_STEAL_FAR,		/* from the third tier or beyond */
-
-	/* The core policy (vtime.bpf.h, balance.bpf.h, idle.bpf.h). */
-	STAT_WAKE_SYNC,		/* select_cpu: a sync wakeup queued on the waker's CPU */
-	STAT_LAG_CLAMP,		/* queued over a slice past its last deadline: no credit kept */
-	STAT_PREEMPT,		/* a wakeup kicked a later-deadline task off its CPU */
-	STAT_BALANCE,		/* a task whose slice ended moved to a less loaded LLC */
-	STAT_SLICES,		/* slices given by the scaling (see SLICE_NS) */
-	STAT_SLICE_NS,		/* their sum in ns (average: SLICE_NS / SLICES) */
-	STAT_CPUQ,		/* wakeups queued on one CPU's own queue (cpu_dsq.bpf.h) */
-	STAT_CPUQ_WAKER,	/* ... on the sync waker's CPU (subset of CPUQ) */
-	STAT_CPUQ_STEAL,	/* taken from another CPU's own queue */
-
+#define NIMBLE_STAT_ID(id, name, desc) STAT_##id,
+	NIMBLE_STATS(NIMBLE_STAT_ID)
+#undef NIMBLE_STAT_ID
 	NR_NIMBLE_STATS,
 };
 
@@ -151,22 +157,27 @@ enum swq_mode {
 };
 
 /*
- * Per-LLC shared wakequeue counters (per-CPU map indexed by LLC; userspace
- * sums CPUs). Charged to the LLC whose queue the task was in.
+ * Per-LLC queue counters (per-CPU map indexed by LLC; userspace sums CPUs).
+ * Charged to the LLC whose queue the task was in.
  */
+#define LLC_STATS(X) \
+	X(ENQ_WAKE_IDLE, swq_wake_idle, "swq enqueues of wakeups that had an idle CPU (mode wakeups/all)") \
+	X(ENQ_WAKE_BUSY, swq_wake_busy, "swq enqueues of wakeups that found no idle CPU") \
+	X(ENQ_OTHER, swq_other, "swq enqueues of forks, preemptions and slice ends (mode all)") \
+	X(PULL, swq_pull, "Tasks that ran from the swq") \
+	X(PULL_XLLC, swq_pull_xllc, "swq tasks run by a CPU of another LLC (subset of swq_pull)") \
+	X(SKIP_AFFINITY, swq_skip_affinity, "Queued tasks a swq puller passed over (not allowed on its CPU)") \
+	X(SCANNED, swq_scanned, "Queued tasks swq pullers looked at") \
+	X(PULL_TRIES, swq_pull_tries, "Pull attempts on a non-empty swq shard") \
+	X(PULL_NS, swq_pull_ns, "Time spent in swq pull attempts (ns; per try: swq_pull_cost_ns)") \
+	X(SCAN_NS, swq_scan_ns, "Part of swq_pull_ns spent choosing a task (ns)") \
+	X(LLC_IN, llc_in, "Tasks inserted into the LLC dispatch queues") \
+	X(LLC_OUT, llc_out, "Tasks that left the LLC dispatch queues (queued = llc_in - llc_out)")
+
 enum llc_stat {
-	LSTAT_ENQ_WAKE_IDLE,	/* a wakeup that had an idle CPU claimed, via the swq */
-	LSTAT_ENQ_WAKE_BUSY,	/* a wakeup with no idle CPU found */
-	LSTAT_ENQ_OTHER,	/* any other enqueue (fork, preemption, slice end): mode all */
-	LSTAT_PULL,		/* ran after waiting in the swq */
-	LSTAT_PULL_XLLC,	/* ... on a CPU of another LLC (subset of PULL) */
-	LSTAT_SKIP_AFFINITY,	/* a puller passed over a task it may not run */
-	LSTAT_SCANNED,		/* tasks a puller looked at */
-	LSTAT_PULL_TRIES,	/* pull attempts on a non-empty shard */
-	LSTAT_PULL_NS,		/* time spent in those attempts */
-	LSTAT_SCAN_NS,		/* ... of which looking for a task (the rest: moving it) */
-	LSTAT_LLC_IN,		/* tasks inserted into the LLC DSQ */
-	LSTAT_LLC_OUT,		/* ... that left it (ran or dropped); IN - OUT: queued now */
+#define LLC_STAT_ID(id, name, desc) LSTAT_##id,
+	LLC_STATS(LLC_STAT_ID)
+#undef LLC_STAT_ID
 	NR_LLC_STATS,
 };
 
@@ -197,13 +208,18 @@ enum wait_queue {
  * Fork counters are charged to the parent's node, the others to the node
  * that receives (or would have received) the task.
  */
+#define NODE_STATS(X) \
+	X(FORK_LOCAL, fork_local, "fork/exec: child kept on the parent's node") \
+	X(FORK_REMOTE, fork_remote, "fork/exec: child placed on another node") \
+	X(PULL, numa_pull, "Tasks pulled from another node by the NUMA gate") \
+	X(PUSH, numa_push, "Tasks whose slice ended pushed to an idle CPU on another node") \
+	X(REFUSED, numa_refused, "Dispatch rounds the NUMA rule kept from pulling across nodes") \
+	X(HOME_RETURN, home_return, "Pulled tasks that came back to their home node")
+
 enum node_stat {
-	NSTAT_FORK_LOCAL,	/* fork/exec: child kept on the parent's node */
-	NSTAT_FORK_REMOTE,	/* fork/exec: child placed on another node */
-	NSTAT_PULL,		/* dispatch pulled a task queued on another node */
-	NSTAT_PUSH,		/* a task whose slice ended went to an idle CPU here */
-	NSTAT_REFUSED,		/* dispatch rounds the rule kept from pulling */
-	NSTAT_HOME_RETURN,	/* a pulled task came back to its home node */
+#define NODE_STAT_ID(id, name, desc) NSTAT_##id,
+	NODE_STATS(NODE_STAT_ID)
+#undef NODE_STAT_ID
 	NR_NODE_STATS,
 };
 

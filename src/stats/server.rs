@@ -1,0 +1,62 @@
+//! The scx_stats side: the server the scheduler runs on the standard
+//! socket, `--help-stats`, and the client `--stats` and `--monitor` print
+//! through.
+
+use super::{print_metrics, Cpu, Group, Metrics, Threshold};
+use anyhow::{Context, Result};
+use scx_stats::prelude::*;
+
+/// The scx_stats server's description of the metrics ("top" is what
+/// `--monitor` and scxtop ask for); the scheduler answers requests on the
+/// returned channels.
+pub fn server_data() -> StatsServerData<(), Metrics> {
+    StatsServerData::new()
+        .add_meta(Group::meta())
+        .add_meta(Cpu::meta())
+        .add_meta(Threshold::meta())
+        .add_meta(Metrics::meta())
+        .add_stats(
+            "top",
+            Box::new(move |_args, (req, res)| {
+                req.send(())?;
+                res.recv()?.to_json()
+            }),
+        )
+}
+
+/// Starts the stats server on the standard socket, reachable by root only:
+/// the socket is created under umask 077 (no window where others may
+/// connect) and its directory closed to others too.
+pub fn launch_server() -> Result<StatsServer<(), Metrics>> {
+    // SAFETY: umask only changes this process's file creation mask.
+    let old = unsafe { libc::umask(0o077) };
+    let server = StatsServer::new(server_data()).launch();
+    unsafe { libc::umask(old) };
+    let server = server.context("starting the stats server")?;
+    Ok(server)
+}
+
+/// `--help-stats`: every metric with its description.
+pub fn help() -> Result<()> {
+    server_data().describe_meta(&mut std::io::stdout(), None)
+}
+
+/// `--monitor`: prints the running scheduler's metrics every `interval`
+/// seconds (one `stats:` line, or one JSON object with `json`), until
+/// `shutdown`.
+pub fn monitor(
+    interval: f64,
+    json: bool,
+    shutdown: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<()> {
+    use std::sync::atomic::Ordering;
+    scx_utils::monitor_stats::<Metrics>(
+        &[],
+        std::time::Duration::from_secs_f64(interval),
+        || shutdown.load(Ordering::Relaxed),
+        |m| {
+            print_metrics(&m, json)?;
+            Ok(())
+        },
+    )
+}
