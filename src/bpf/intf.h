@@ -84,7 +84,8 @@ struct numa_level {
 	X(SLICE_NS, slice_ns, "Sum of those slices in ns (average slice: slice_ns / slices)") \
 	X(CPUQ, cpuq, "Wakeups with no idle CPU queued on one CPU's own queue (not the LLC's)") \
 	X(CPUQ_WAKER, cpuq_waker, "Of those, on the sync waker's CPU (the waker runs there alone)") \
-	X(CPUQ_STEAL, cpuq_steal, "Tasks taken from another CPU's own queue by a CPU with nothing else to run")
+	X(CPUQ_STEAL, cpuq_steal, "Tasks taken from another CPU's own queue by a CPU with nothing else to run") \
+	X(GO_IDLE, go_idle, "Dispatch rounds that found nothing to run and no task to extend: the CPU went idle")
 
 enum nimble_stat {
 #define NIMBLE_STAT_ID(id, name, desc) STAT_##id,

@@ -114,7 +114,9 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 			tctx->full_slices++;
 		scx_bpf_task_set_slice(prev, slice_ns);
 		stat_inc(STAT_KEEP_RUNNING);
+		return;
 	}
+	stat_inc(STAT_GO_IDLE);
 }
 
 /* Help for waiters; NUMA: node load averages and cross-node help. */
