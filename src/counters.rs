@@ -1,6 +1,6 @@
 //! The scheduler's raw counters as BPF keeps them (per CPU, per node, per
 //! LLC), and the books: every queued task is accounted exactly once when it
-//! leaves its queue (src/bpf/intf.h). stats.rs turns them into metrics.
+//! leaves its queue (src/bpf/intf.h). stats/ turns them into metrics.
 
 use crate::bpf_intf::*;
 use crate::hist;

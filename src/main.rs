@@ -2,7 +2,7 @@
 //! dispatch and topology-ordered stealing.
 //!
 //! Lifecycle, top to bottom: parse flags → preflight checks → load and attach
-//! (scheduler.rs) → serve metrics (stats.rs) and run until Ctrl-C/SIGTERM or
+//! (scheduler.rs) → serve metrics (stats/) and run until Ctrl-C/SIGTERM or
 //! the kernel unloads us → report → reload when the kernel asks (CPU
 //! hotplug). `--monitor` and `tui` only read a running scheduler's metrics.
 

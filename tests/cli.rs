@@ -134,7 +134,7 @@ fn help_stats_lists_every_metric() {
     let out = nimble(&["--help-stats"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    // A sample from each struct; the unit test in stats.rs checks them all.
+    // A sample from each struct; the unit test in src/stats/ checks them all.
     for m in [
         "steal_l1",
         "migrate_node",

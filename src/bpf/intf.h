@@ -100,8 +100,8 @@ struct nimble_stats {
 
 /*
  * The NUMA imbalance rules (--numa-rule): when a node may keep more load
- * than another. Each is stated in src/topology/rules.rs, which the BPF
- * gate in numa.bpf.h follows line for line.
+ * than another. Each is decided by numa_tolerates() in rules.h (the
+ * function the host unit tests call, src/topology/rules.rs).
  */
 enum numa_rule {
 	NUMA_RULE_MAINLINE,	/* adjust_numa_imbalance() since v5.19 */
