@@ -231,22 +231,15 @@ mod tests {
     #[test]
     fn the_table_matches_the_bpf_enums() {
         // intf.h's lists make both the enums and the table: same order.
-        assert_eq!(
-            CPU_COUNTERS[nimble_stat_STAT_RUN_LLC_OWN as usize].name,
-            "llc_own"
-        );
-        assert_eq!(
-            CPU_COUNTERS[nimble_stat_STAT_CPUQ_STEAL as usize].name,
-            "cpuq_steal"
-        );
-        assert_eq!(
-            NODE_COUNTERS[node_stat_NSTAT_HOME_RETURN as usize].name,
-            "home_return"
-        );
-        assert_eq!(
-            LLC_COUNTERS[llc_stat_LSTAT_LLC_OUT as usize].name,
-            "llc_out"
-        );
+        let (c, n, l) = (&CPU_COUNTERS, &NODE_COUNTERS, &LLC_COUNTERS);
+        for (got, want) in [
+            (c[nimble_stat_STAT_RUN_LLC_OWN as usize].name, "llc_own"),
+            (c[nimble_stat_STAT_CPUQ_STEAL as usize].name, "cpuq_steal"),
+            (n[node_stat_NSTAT_HOME_RETURN as usize].name, "home_return"),
+            (l[llc_stat_LSTAT_LLC_OUT as usize].name, "llc_out"),
+        ] {
+            assert_eq!(got, want);
+        }
         let all = CPU_COUNTERS
             .iter()
             .chain(&NODE_COUNTERS)

@@ -303,6 +303,10 @@ mod tests {
 
     #[test]
     fn overload_judged_on_the_average_and_patience() {
+        use Verdict::*;
+        let v = |imb, d: &NodeGroup, g: &NodeGroup, overload_ok, long| {
+            pull_verdict(Mainline, imb, 8, d, g, overload_ok, long)
+        };
         let d = NodeGroup::steady(4, 0, 4);
         // 5 runnable now but 3 on average: not overloaded, the rule applies
         // (diff 4 > 2: waiting tasks may go, once cache-cold).
@@ -310,37 +314,19 @@ mod tests {
             load: 3 << NODE_LOAD_SHIFT,
             ..NodeGroup::steady(0, 5, 4)
         };
-        assert_eq!(
-            pull_verdict(Mainline, 2, 8, &d, &busy_now, true, false),
-            Verdict::GoCold
-        );
+        assert_eq!(v(2, &d, &busy_now, true, false), GoCold);
         // Overloaded on average: cold tasks go, any task once it has lasted.
         let g = NodeGroup::steady(0, 6, 4);
-        assert_eq!(
-            pull_verdict(Mainline, 64, 8, &d, &g, true, false),
-            Verdict::GoCold
-        );
-        assert_eq!(
-            pull_verdict(Mainline, 64, 8, &d, &g, true, true),
-            Verdict::GoAny
-        );
+        assert_eq!(v(64, &d, &g, true, false), GoCold);
+        assert_eq!(v(64, &d, &g, true, true), GoAny);
         // A push (no overload exemption) follows the rule only: a
         // destination 2 idle CPUs ahead running 2 (3 <= 64) keeps the task
         // home; a waiting task of the overloaded node may go.
         let half = NodeGroup::steady(2, 2, 4);
-        assert_eq!(
-            pull_verdict(Mainline, 64, 8, &half, &g, false, true),
-            Verdict::Keep
-        );
-        assert_eq!(
-            pull_verdict(Mainline, 64, 8, &half, &g, true, true),
-            Verdict::GoAny
-        );
+        assert_eq!(v(64, &half, &g, false, true), Keep);
+        assert_eq!(v(64, &half, &g, true, true), GoAny);
         // off: any task, always.
-        assert_eq!(
-            pull_verdict(Off, 2, 8, &d, &d, false, false),
-            Verdict::GoAny
-        );
+        assert_eq!(pull_verdict(Off, 2, 8, &d, &d, false, false), GoAny);
     }
 
     #[test]
