@@ -1,15 +1,16 @@
 //! Runtime controls: the one-entry `nimble_ctl` BPF map (struct nimble_ctl
 //! in intf.h). The scheduler writes it at start; `scx_nimble tune` finds the
-//! running scheduler's map by name and changes it in place, so a policy
-//! switch needs no reload.
+//! running scheduler's map (the one its struct_ops programs use) and changes
+//! it in place, so a policy switch needs no reload.
 
 use crate::bpf_intf::nimble_ctl;
 use crate::preflight;
 use crate::topology::rules::NumaRule;
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
-use libbpf_rs::{MapCore, MapFlags, MapHandle};
-use std::path::Path;
+use libbpf_rs::query::{MapInfoIter, ProgInfoIter, ProgInfoQueryOptions};
+use libbpf_rs::{MapCore, MapFlags, MapHandle, ProgramType};
+use std::collections::BTreeSet;
 
 /// Which tasks go through the per-LLC shared wakequeue (src/bpf/swq.bpf.h).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -157,22 +158,37 @@ pub fn write(map: &impl MapCore, ctl: Ctl) -> Result<()> {
 
 /// The control map of the scheduler that is running now.
 fn running_map() -> Result<MapHandle> {
-    let sysfs = Path::new(preflight::SCHED_EXT_SYSFS);
-    match preflight::loaded_scheduler(sysfs) {
+    match preflight::loaded_scheduler(&preflight::sched_ext_sysfs()) {
         Some(ops) if ops.starts_with("nimble") => {}
         Some(ops) => bail!("the loaded sched_ext scheduler is {ops}, not scx_nimble"),
         None => bail!("scx_nimble is not running (no sched_ext scheduler loaded)"),
     }
-    // The newest map of that name: maps die with the scheduler that made them.
-    let id = libbpf_rs::query::MapInfoIter::default()
+    // By identity, not by name alone: the maps scx_nimble's struct_ops
+    // programs (nimble_*) use. Another process's map of the same name, or a
+    // second scx_nimble loaded beside the running one, is never picked.
+    let opts = ProgInfoQueryOptions::default().include_map_ids(true);
+    let used: BTreeSet<u32> = ProgInfoIter::with_query_opts(opts)
+        .filter(|p| {
+            p.ty == ProgramType::StructOps && p.name.to_string_lossy().starts_with("nimble_")
+        })
+        .flat_map(|p| p.map_ids)
+        .collect();
+    let ids: Vec<u32> = MapInfoIter::default()
         .filter(|m| {
-            m.name.to_str() == Some(MAP_NAME)
+            used.contains(&m.id)
+                && m.name.to_str() == Some(MAP_NAME)
                 && m.value_size as usize == std::mem::size_of::<nimble_ctl>()
         })
         .map(|m| m.id)
-        .max()
-        .context("scx_nimble is loaded but its nimble_ctl map was not found")?;
-    MapHandle::from_map_id(id).context("opening nimble_ctl")
+        .collect();
+    match ids[..] {
+        [] => bail!("scx_nimble is loaded but no nimble_ctl map is used by its programs"),
+        [id] => MapHandle::from_map_id(id).context("opening nimble_ctl"),
+        _ => bail!(
+            "{} scx_nimble instances hold a nimble_ctl map (ids {ids:?}): cannot tell which one runs",
+            ids.len()
+        ),
+    }
 }
 
 /// `scx_nimble tune`: print the controls, changing those given.

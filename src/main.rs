@@ -24,7 +24,6 @@ use ctl::{OnOff, SwqMode};
 use log::info;
 use opts::{parse_interval, Opts};
 use std::mem::MaybeUninit;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use topology::imb::ImbFormula;
@@ -53,7 +52,9 @@ enum Cmd {
     /// imb_numa_nr of each level; reads the live /sys or a snapshot of it.
     Topology(TopologyArgs),
     /// Change the policy of the running scx_nimble without reloading it
-    /// (prints the controls; with no flag, only prints them).
+    /// (prints the controls; with no flag, only prints them). Changes last
+    /// until the scheduler exits: they survive the reload after CPU hotplug,
+    /// not a restart of scx_nimble (which starts from its flags again).
     Tune(TuneArgs),
     /// Terminal UI over the running scheduler's metrics: topology with load
     /// and queues, steal/migration/swq sparklines, NUMA thresholds (q quits).
@@ -133,7 +134,7 @@ fn run(opts: &Opts) -> Result<()> {
     init_logging(opts.verbose)?;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let euid = unsafe { libc::geteuid() };
-    preflight::check(Path::new(preflight::SCHED_EXT_SYSFS), euid)?;
+    preflight::check(&preflight::sched_ext_sysfs(), euid)?;
 
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();
@@ -142,8 +143,9 @@ fn run(opts: &Opts) -> Result<()> {
 
     let mut open_object = MaybeUninit::uninit();
     let mut stats_client = opts.stats;
+    let mut controls = None;
     loop {
-        let mut sched = scheduler::Scheduler::init(opts, &mut open_object)?;
+        let mut sched = scheduler::Scheduler::init(opts, controls, &mut open_object)?;
         // --stats: a client of our own stats socket, as --monitor is of
         // another process's (as scx_rusty does); started once the server
         // is up, it reconnects across reloads.
@@ -156,6 +158,8 @@ fn run(opts: &Opts) -> Result<()> {
             });
         }
         let exit = sched.run(&shutdown)?;
+        // `tune` changes survive the reload the kernel asks for.
+        controls = Some(sched.controls());
         if !exit.should_restart() {
             break;
         }

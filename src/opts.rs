@@ -112,9 +112,17 @@ pub struct Opts {
     #[arg(long)]
     pub help_stats: bool,
 
-    /// Exit debug dump buffer length (0: kernel default).
-    #[arg(long, default_value_t = 0)]
+    /// Exit debug dump buffer length in bytes (0: kernel default; at most
+    /// 1 MiB, the kernel allocates it when the scheduler loads).
+    #[arg(long, default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=1 << 20))]
     pub exit_dump_len: u32,
+
+    /// Tests only: make the BPF side exit with an error (scx_bpf_error) MS
+    /// milliseconds after it loads, to exercise the error-exit report.
+    #[arg(long, value_name = "MS", hide = true,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub test_error_after_ms: Option<u64>,
 
     /// Verbose output, including libbpf's and the steal order of every LLC.
     #[arg(short = 'v', long)]

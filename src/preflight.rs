@@ -3,16 +3,26 @@
 
 use anyhow::{bail, Result};
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Where sched_ext publishes its state (a parameter for tests).
 pub const SCHED_EXT_SYSFS: &str = "/sys/kernel/sched_ext";
+
+/// Test hook: the host tests point this at a fake (or missing) directory,
+/// so each case runs whatever the host kernel has, instead of skipping.
+pub const SYSFS_ENV: &str = "SCX_NIMBLE_TEST_SCHED_EXT_SYSFS";
+
+/// The sched_ext sysfs directory the checks read (SCHED_EXT_SYSFS unless the
+/// test hook names another).
+pub fn sched_ext_sysfs() -> PathBuf {
+    std::env::var_os(SYSFS_ENV).map_or_else(|| PathBuf::from(SCHED_EXT_SYSFS), PathBuf::from)
+}
 
 pub fn check(sysfs: &Path, euid: u32) -> Result<()> {
     if !sysfs.exists() {
         bail!(
             "this kernel has no sched_ext ({} is missing; needs CONFIG_SCHED_CLASS_EXT=y, \
-             Linux 6.12+); to try scx_nimble here, run it in the VM: vm/nimble-vm demo",
+             tested on Linux 7.2 and 7.3); to try scx_nimble here, run it in the VM: vm/nimble-vm demo",
             sysfs.display()
         );
     }

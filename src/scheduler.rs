@@ -17,6 +17,7 @@ use log::{debug, info, warn};
 use scx_stats::prelude::StatsServer;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::mem::MaybeUninit;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,6 +37,16 @@ pub struct Scheduler<'a> {
     attached_at: Instant,
     /// Serves the metrics on /var/run/scx/root/stats while attached.
     stats_server: StatsServer<(), Metrics>,
+}
+
+/// The kernel's CPU hotplug sequence number (what scx_ops_open! reads too,
+/// but only after the topology has been read).
+fn read_hotplug_seq() -> Result<u64> {
+    let path = "/sys/kernel/sched_ext/hotplug_seq";
+    let s = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    s.trim()
+        .parse()
+        .with_context(|| format!("{path}: not a number: {}", s.trim()))
 }
 
 /// Computes the NUMA imbalance thresholds from the sysfs read and applies
@@ -99,7 +110,18 @@ fn write_thresholds(
 }
 
 impl<'a> Scheduler<'a> {
-    pub fn init(opts: &Opts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+    /// Loads and attaches. `controls`: the live controls of the instance
+    /// this one replaces after a hotplug reload (`tune` changes survive);
+    /// None on the first load (the flags').
+    pub fn init(
+        opts: &Opts,
+        controls: Option<Ctl>,
+        open_object: &'a mut MaybeUninit<OpenObject>,
+    ) -> Result<Self> {
+        // The hotplug sequence first, then the topology: a CPU that comes or
+        // goes in between makes the kernel refuse the attach with a restart
+        // request, instead of this load missing it.
+        let hotplug_seq = read_hotplug_seq()?;
         // One read of sysfs: the layout and the thresholds both derive from it.
         let sys = SysTopo::read(Path::new("/sys")).context("reading the CPU topology")?;
         let th = thresholds_for(opts, &sys)?;
@@ -131,6 +153,7 @@ impl<'a> Scheduler<'a> {
         builder.obj_builder.debug(opts.verbose);
         let mut skel = scx_ops_open!(builder, open_object, nimble_ops, None)?;
         skel.struct_ops.nimble_ops_mut().exit_dump_len = opts.exit_dump_len;
+        skel.struct_ops.nimble_ops_mut().hotplug_seq = hotplug_seq;
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.slice_ns = opts.slice_us * 1000;
@@ -139,6 +162,7 @@ impl<'a> Scheduler<'a> {
         rodata.cpu_queues = !opts.no_cpu_queues;
         rodata.preempt_gap_ns = opts.preempt_gap_us.map_or(u64::MAX, |us| us * 1000);
         rodata.numa_patience_ns = opts.numa_patience_us * 1000;
+        rodata.test_error_after_ns = opts.test_error_after_ms.map_or(0, |ms| ms * 1_000_000);
         rodata.smt_enabled = layout.smt;
         rodata.nr_cpu_ids = layout.nr_cpu_ids as u32;
         rodata.nr_llcs = layout.nr_llcs() as u32;
@@ -184,11 +208,11 @@ impl<'a> Scheduler<'a> {
 
         let mut skel = scx_ops_load!(skel, nimble_ops, uei)?;
         let thresholds = write_thresholds(&skel, opts, &th)?;
-        let ctl = Ctl {
+        let ctl = controls.unwrap_or(Ctl {
             numa_rule: opts.numa_rule,
             swq_mode: opts.swq,
             swq_affinity: opts.swq_affinity,
-        };
+        });
         ctl::write(&skel.maps.nimble_ctl, ctl)?;
         let link = scx_ops_attach!(skel, nimble_ops)?;
         info!("scheduler attached: {}", ctl.describe());
@@ -289,9 +313,27 @@ impl<'a> Scheduler<'a> {
         Ok(c)
     }
 
+    /// The controls in force (the flags', or `tune`'s since).
+    pub fn controls(&self) -> Ctl {
+        self.ctl
+    }
+
     /// Logs a control change made by `scx_nimble tune`.
+    /// A value that names no rule or mode (written by something other than
+    /// `tune`) is refused: the last good controls go back into the map, one
+    /// line is logged, and the scheduler keeps running.
     fn watch_ctl(&mut self) -> Result<()> {
-        let now = ctl::read(&self.skel.maps.nimble_ctl)?;
+        let now = match ctl::read(&self.skel.maps.nimble_ctl) {
+            Ok(now) => now,
+            Err(e) => {
+                ctl::write(&self.skel.maps.nimble_ctl, self.ctl)?;
+                warn!(
+                    "refused nimble_ctl: {e:#}; restored {}",
+                    self.ctl.describe()
+                );
+                return Ok(());
+            }
+        };
         if now != self.ctl {
             info!(
                 "controls changed: {} (was {})",
@@ -318,12 +360,21 @@ impl<'a> Scheduler<'a> {
             self.watch_ctl()?;
         }
 
+        // A `tune` in the last 100 ms must survive a reload too.
+        let _ = self.watch_ctl();
         // Detaching is synchronous: once the link is gone BPF writes no more
         // counters and every task has been handed back, so the books must balance.
         self.link.take();
         let fin = self.counters()?;
         let line = self.metrics()?.counters_line();
-        println!("final: {line} imbalance={}", fin.imbalance());
+        // Not println!: with stdout closed (`--stats 1 | head -1`) the exit
+        // path goes on, it does not panic.
+        let mut out = std::io::stdout();
+        if let Err(e) = writeln!(out, "final: {line} imbalance={}", fin.imbalance()) {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                warn!("printing the final counters: {e}");
+            }
+        }
         if fin.imbalance() != 0
             || fin.pending != 0
             || fin.node_running.iter().any(|&n| n != 0)

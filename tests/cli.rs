@@ -20,13 +20,30 @@ fn one_line_error(out: &Output, code: i32, needle: &str) {
     assert!(out.stdout.is_empty());
 }
 
+/// scx_nimble with the test hooks pointed at `sysfs` (sched_ext's sysfs
+/// directory) and at a stats socket that does not exist, so a case runs the
+/// same whatever the host kernel has (src/preflight.rs, src/tui/mod.rs).
+fn nimble_on(sysfs: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scx_nimble"))
+        .env("SCX_NIMBLE_TEST_SCHED_EXT_SYSFS", sysfs)
+        .env("SCX_NIMBLE_TEST_STATS_SOCKET", sysfs.join("no-such-socket"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A private directory laid out like /sys/kernel/sched_ext, no scheduler loaded.
+fn fake_sched_ext() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("state"), "disabled\n").unwrap();
+    d
+}
+
 #[test]
 fn no_sched_ext_kernel() {
-    if Path::new("/sys/kernel/sched_ext").exists() {
-        eprintln!("host kernel has sched_ext: this case runs only where it has not");
-        return;
-    }
-    one_line_error(&nimble(&[]), 1, "this kernel has no sched_ext");
+    let d = tempfile::tempdir().unwrap();
+    let missing = d.path().join("sched_ext");
+    one_line_error(&nimble_on(&missing, &[]), 1, "this kernel has no sched_ext");
 }
 
 #[test]
@@ -88,12 +105,9 @@ fn corrupt_topology_snapshot() {
 
 #[test]
 fn tune_without_a_running_scheduler() {
-    if Path::new("/sys/kernel/sched_ext/root/ops").exists() {
-        eprintln!("a sched_ext scheduler is loaded here: this case runs only where none is");
-        return;
-    }
     // As root: "not running"; as a user: "must run as root". Either way one line.
-    let out = nimble(&["tune", "--numa-rule", "v3"]);
+    let d = fake_sched_ext();
+    let out = nimble_on(d.path(), &["tune", "--numa-rule", "v3"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("scx_nimble is not running") || err.contains("must run as root"),
@@ -152,9 +166,10 @@ fn help_stats_lists_every_metric() {
 
 #[test]
 fn tui_without_a_running_scheduler() {
-    if Path::new("/var/run/scx/root/stats").exists() {
-        eprintln!("a stats socket exists here: this case runs only where none does");
-        return;
-    }
-    one_line_error(&nimble(&["tui"]), 1, "is the scheduler running?");
+    let d = fake_sched_ext();
+    one_line_error(
+        &nimble_on(d.path(), &["tui"]),
+        1,
+        "is the scheduler running?",
+    );
 }

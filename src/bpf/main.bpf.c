@@ -124,6 +124,8 @@ void BPF_STRUCT_OPS(nimble_tick, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 
+	if (test_error_after_ns && bpf_ktime_get_ns() - loaded_at_ns > test_error_after_ns)
+		scx_bpf_error("test error injected by --test-error-after-ms");
 	swq_kick_waiters(cpu);
 	if (nr_nodes < 2)
 		return;
@@ -217,6 +219,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_init)
 {
 	s32 err;
 
+	loaded_at_ns = bpf_ktime_get_ns();
 	err = init_topology_masks();
 	if (err) {
 		scx_bpf_error("failed to build topology cpumasks: %d", err);

@@ -85,6 +85,14 @@ const volatile bool cpu_queues = true;
 const volatile bool smt_enabled;
 
 /*
+ * Tests only (--test-error-after-ms): ops.tick calls scx_bpf_error() this
+ * long after ops.init, so the tests can watch the error-exit path end to
+ * end. 0 (always, in use): the check is compiled out by the verifier.
+ */
+const volatile u64 test_error_after_ns;
+u64 loaded_at_ns;
+
+/*
  * Topology, computed in Rust (src/topology/) and pushed here. LLC ids are
  * dense 0..nr_llcs and double as the ids of the LLC DSQs.
  */

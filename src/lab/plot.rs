@@ -197,13 +197,13 @@ mod tests {
     fn writes_svg_and_png() {
         load_font().expect("a TrueType font (vm/nimble-vm setup installs fonts-dejavu-core)");
         let rep = Report::build(&fake_plan(), "vm:n2l4", Stat::Median, &fake_events());
-        let dir = std::env::temp_dir().join(format!("nimble-lab-plot-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("plots");
         let files = write_all(&rep, &dir, "t").unwrap();
         assert_eq!(files.len(), 2);
         let svg = std::fs::read_to_string(&files[0]).unwrap();
         assert!(svg.contains("<svg") && svg.contains("hackbench") && svg.contains("tip"));
         let png = std::fs::read(&files[1]).unwrap();
         assert_eq!(&png[1..4], b"PNG");
-        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -118,15 +118,19 @@ pub fn start(v: &Variant, timeout: Duration) -> Result<Running> {
         Sched::Nimble { args } | Sched::Peer { args, .. } => args.clone(),
         Sched::Eevdf => unreachable!(),
     };
-    let log = std::env::temp_dir().join(format!(
-        "nimble-lab-{}-{}.log",
-        std::process::id(),
-        v.label.replace(
-            |c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '-',
-            "_"
-        )
-    ));
-    let out = fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+    // A private file (mode 0600, created exclusively under a name nobody
+    // can predict): the lab runs as root. Removed when the variant stops.
+    let label = v.label.replace(
+        |c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '-',
+        "_",
+    );
+    let (out, log) = tempfile::Builder::new()
+        .prefix(&format!("nimble-lab-{label}-"))
+        .suffix(".log")
+        .tempfile()
+        .context("creating the scheduler's log file")?
+        .keep()
+        .context("keeping the scheduler's log file")?;
     let t0 = Instant::now();
     let child = Command::new(&bin)
         .args(&args)

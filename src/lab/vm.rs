@@ -82,9 +82,13 @@ pub fn run(
         bail!("{} missing: cargo build --release first", nimble.display());
     }
     let adds = guest_adds(plan)?;
-    let tmp = std::env::temp_dir().join(format!("nimble-lab-vm-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp)?;
-    let plan_file = tmp.join("plan.json");
+    // A private directory (mode 0700, a name nobody can predict): the lab
+    // runs as root.
+    let tmp = tempfile::Builder::new()
+        .prefix("nimble-lab-vm-")
+        .tempdir()
+        .context("creating a private temporary directory")?;
+    let plan_file = tmp.path().join("plan.json");
     std::fs::write(&plan_file, serde_json::to_vec(plan)?)?;
     let mut cmd = Command::new(repo.join("vm/nimble-vm"));
     cmd.current_dir(&repo)
@@ -132,7 +136,7 @@ pub fn run(
         }
     }
     let st = child.wait()?;
-    std::fs::remove_dir_all(&tmp).ok();
+    drop(tmp);
     if !st.success() {
         bail!("the VM run failed ({st}; 124 = --vm-timeout)");
     }

@@ -132,13 +132,18 @@ pub fn counters_markdown() -> String {
     s
 }
 
-/// One interval's output: the `stats:` line, or the JSON object.
+/// One interval's output: the `stats:` line, or the JSON object. A closed
+/// stdout is an error (io::ErrorKind::BrokenPipe), not a panic as with
+/// println!.
 pub fn print_metrics(m: &Metrics, json: bool) -> Result<()> {
-    if json {
-        println!("{}", serde_json::to_string(m)?);
-    } else {
-        println!("stats: {}", m.line());
-    }
+    use std::io::Write;
+    let line = match json {
+        true => serde_json::to_string(m)?,
+        false => format!("stats: {}", m.line()),
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")?;
+    out.flush()?;
     Ok(())
 }
 

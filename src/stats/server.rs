@@ -41,22 +41,32 @@ pub fn help() -> Result<()> {
     server_data().describe_meta(&mut std::io::stdout(), None)
 }
 
-/// `--monitor`: prints the running scheduler's metrics every `interval`
-/// seconds (one `stats:` line, or one JSON object with `json`), until
-/// `shutdown`.
+/// `--monitor` and `--stats`: prints the running scheduler's metrics every
+/// `interval` seconds (one `stats:` line, or one JSON object with `json`),
+/// until `shutdown` or until nobody reads the output any more (a closed
+/// pipe, `| head -1`: that ends the monitor quietly, not the scheduler).
 pub fn monitor(
     interval: f64,
     json: bool,
     shutdown: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<()> {
     use std::sync::atomic::Ordering;
-    scx_utils::monitor_stats::<Metrics>(
+    let res = scx_utils::monitor_stats::<Metrics>(
         &[],
         std::time::Duration::from_secs_f64(interval),
         || shutdown.load(Ordering::Relaxed),
-        |m| {
-            print_metrics(&m, json)?;
-            Ok(())
-        },
-    )
+        |m| print_metrics(&m, json),
+    );
+    match res {
+        Err(e) if is_broken_pipe(&e) => Ok(()),
+        r => r,
+    }
+}
+
+/// Whether an error comes from writing to a closed pipe.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

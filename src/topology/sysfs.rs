@@ -2,6 +2,7 @@
 //! snapshot directory laid out like it. One code path for both, so a
 //! snapshot from any machine can be explained offline.
 
+use super::{MAX_CPUS, MAX_NODES};
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeSet;
 use std::fs;
@@ -69,6 +70,12 @@ impl SysTopo {
         let mut nodes = vec![];
         let mut node_of = vec![None; max + 1];
         for (id, path) in numbered_entries(&node_dir, "node")? {
+            if id >= MAX_NODES {
+                bail!(
+                    "{}: node {id} is beyond the {MAX_NODES} node ids scx_nimble supports",
+                    path.display()
+                );
+            }
             let cpus = parse_cpulist_file(&path.join("cpulist"))?;
             for c in cpus.intersection(&online) {
                 node_of[*c] = Some(id);
@@ -101,6 +108,7 @@ impl SysTopo {
         }
 
         let mut cpus = vec![None; max + 1];
+        let mut warned_no_cache = false;
         for &c in &online {
             let dir = cpu_dir.join(format!("cpu{c}"));
             let topo = dir.join("topology");
@@ -127,7 +135,26 @@ impl SysTopo {
                 )?),
                 false => None,
             };
-            let llc = online_part(read_llc(&dir.join("cache"))?, &online, c, &dir)?;
+            let cache = dir.join("cache");
+            let llc = match cache.exists() {
+                true => online_part(read_llc(&cache)?, &online, c, &dir)?,
+                // No cache information (some VMs and embedded kernels): the
+                // node is taken as one LLC, as the lab's metrics do.
+                false => {
+                    if !warned_no_cache {
+                        log::warn!(
+                            "{}: no cache information: each NUMA node is taken as one LLC",
+                            cache.display()
+                        );
+                        warned_no_cache = true;
+                    }
+                    online
+                        .iter()
+                        .copied()
+                        .filter(|&o| node_of[o] == Some(node))
+                        .collect()
+                }
+            };
             cpus[c] = Some(CpuInfo {
                 node,
                 package,
@@ -216,12 +243,21 @@ fn parse_cpulist_file(path: &Path) -> Result<CpuSet> {
 }
 
 /// Parses the kernel's cpulist format: "0-3,8,10-11" (empty: no CPU).
+/// CPU ids are bounded by the BPF tables (MAX_CPUS): a larger one is an
+/// error, checked before a range is expanded.
 pub fn parse_cpulist(s: &str) -> std::result::Result<CpuSet, String> {
     let mut set = CpuSet::new();
     for part in s.trim().split(',').filter(|p| !p.is_empty()) {
         let num = |x: &str| {
-            x.parse::<usize>()
-                .map_err(|_| format!("bad cpulist '{}'", s.trim()))
+            let id = x
+                .parse::<usize>()
+                .map_err(|_| format!("bad cpulist '{}'", s.trim()))?;
+            match id < MAX_CPUS {
+                true => Ok(id),
+                false => Err(format!(
+                    "CPU {id} is beyond the {MAX_CPUS} CPU ids scx_nimble supports"
+                )),
+            }
         };
         match part.split_once('-') {
             Some((a, b)) => {
@@ -361,6 +397,36 @@ mod tests {
         fs::write(root.join("devices/system/cpu/online"), "0-x\n").unwrap();
         let e = SysTopo::read(&root).unwrap_err().to_string();
         assert!(e.contains("cpu/online: bad cpulist"), "{e}");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn hostile_snapshots_are_refused_before_anything_grows() {
+        use crate::topology::domains::tests::vm_n2l4;
+        let t = vm_n2l4();
+        let root = write_snapshot(&t);
+        let online = root.join("devices/system/cpu/online");
+        for bad in ["0,4000000000\n", "0-3000000000\n", "0-512\n"] {
+            fs::write(&online, bad).unwrap();
+            let e = SysTopo::read(&root).unwrap_err().to_string();
+            assert!(e.contains("beyond the 512 CPU ids"), "{bad}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        fs::write(&online, "0-7\n").unwrap();
+        let far = root.join("devices/system/node/node4000000000");
+        fs::create_dir_all(&far).unwrap();
+        let e = SysTopo::read(&root).unwrap_err().to_string();
+        assert!(
+            e.contains("node 4000000000 is beyond the 32 node ids"),
+            "{e}"
+        );
+        fs::remove_dir_all(&far).unwrap();
+        // No cache information: each node is one LLC, not a panic.
+        for c in 0..8 {
+            fs::remove_dir_all(root.join(format!("devices/system/cpu/cpu{c}/cache"))).unwrap();
+        }
+        let r = SysTopo::read(&root).unwrap();
+        assert_eq!(r.cpu(5).llc, (4..8).collect::<CpuSet>());
         fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -11,6 +11,7 @@ use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, Ke
 use scx_stats::prelude::StatsClient;
 use std::io::IsTerminal;
 use std::path::Path;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,10 +38,15 @@ enum End {
     Gone(String),
 }
 
+/// Test hook: the host tests point the TUI at a socket path that does not
+/// exist, so the "no scheduler" case runs whatever the host has.
+pub const SOCKET_ENV: &str = "SCX_NIMBLE_TEST_STATS_SOCKET";
+
 pub fn run(args: &TuiArgs) -> Result<()> {
     // Everything that can fail for ordinary reasons is checked before the
     // terminal is switched, so its message lands on a normal screen.
-    let mut client = connect(Path::new(SOCKET))?;
+    let socket = std::env::var_os(SOCKET_ENV).map_or_else(|| SOCKET.into(), PathBuf::from);
+    let mut client = connect(&socket)?;
     let first = fetch(&mut client).map_err(|e| match e {
         FetchError::Gone(e) => anyhow!("the stats server at {SOCKET} did not answer: {e:#}"),
         FetchError::Bad(e) => e.context(format!("{SOCKET} serves no scx_nimble metrics")),

@@ -57,10 +57,10 @@ ratio() { echo $(($1 * 1000 / ($2 > 0 ? $2 : 1))); }
 
 start_sched
 set -- $(window); own_m=$1 own_s=$2
-stop_sched
+stop_and_check pending
 start_sched --no-cpu-queues
 set -- $(window); llc_m=$1 llc_s=$2
-stop_sched
+stop_and_check pending
 own=$(ratio "$own_m" "$own_s") llc=$(ratio "$llc_m" "$llc_s")
 log "migrations per 1000 switches, $PAIRS pipe pairs on $N CPUs: CPU queues $own ($own_m of $own_s), LLC queue $llc ($llc_m of $llc_s)"
 [ "$own_s" -gt 1000 ] && [ "$llc_s" -gt 1000 ] || fail "too few switches to compare: $own_s, $llc_s"

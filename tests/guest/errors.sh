@@ -52,6 +52,7 @@ bad imb-numa-nr --imb-numa-nr 0=1
 bad imb-numa-nr --imb-numa-nr 1=-1
 bad "has 0 NUMA level" --imb-numa-nr 2=1
 bad exit-dump-len --exit-dump-len -1
+bad 0..=1048576 --exit-dump-len 2000000
 bad "unexpected argument" --no-such-flag
 bad "--stats <SECS>|--monitor <SECS>" --json
 bad swq tune --swq david
@@ -76,5 +77,70 @@ SCHED_PID=
 [ $rc -eq 0 ] || fail "scx_nimble exited $rc after SIGTERM"
 wait_until 50 "sched_ext not disabled 5 s after SIGTERM" state_disabled
 echo "  ok: SIGTERM -> rc=0, state disabled"
+
+# stdout closed under --stats (`| head -1`): the printing ends quietly and
+# the scheduler keeps running; SIGINT still stops it with 0, no panic.
+( scx_nimble --stats 0.5; echo "rc=$?" >/tmp/pipe.rc ) 2>/tmp/pipe.err | head -n 1 >/tmp/pipe.out &
+wait_until 600 "--stats | head: not attached" attached
+sleep 2
+grep -q '^stats: ' /tmp/pipe.out || fail "--stats | head printed: $(cat /tmp/pipe.out)"
+assert_attached "after --stats lost its reader"
+kill -INT "$(pidof scx_nimble)"
+wait_until 100 "--stats | head: no exit 5 s after SIGINT" test -s /tmp/pipe.rc
+wait_until 50 "sched_ext not disabled after SIGINT" state_disabled
+[ "$(cat /tmp/pipe.rc)" = rc=0 ] || fail "--stats | head: $(cat /tmp/pipe.rc): $(tail -n 3 /tmp/pipe.err)"
+! grep -q panicked /tmp/pipe.err || fail "--stats | head panicked: $(grep panicked /tmp/pipe.err)"
+echo "  ok: --stats | head -1 -> printing stopped, scheduler ran on, rc=0"
+
+# A control value that names no rule (not written by tune) is refused: the
+# scheduler logs one line, restores the last good controls and runs on.
+start_sched --numa-rule v3
+bpftool map update name nimble_ctl key 0 0 0 0 value 99 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 ||
+	fail "bpftool could not write nimble_ctl"
+wait_until 50 "no refusal logged for numa_rule 99" grep -q "refused nimble_ctl" "$SCHED_ERR"
+assert_attached "after a malformed control value"
+now=$(scx_nimble tune 2>&1) || fail "tune after the refusal: $now"
+case $now in *numa_rule=v3*) ;; *) fail "controls not restored: $now" ;; esac
+echo "  ok: numa_rule=99 refused: $(grep "refused nimble_ctl" "$SCHED_ERR"), now $now"
+stop_sched
+
+# Exits the kernel decides. expect_exit WHAT PATTERN: the scheduler started
+# by the caller exits by itself with status != 0 and the UEI report (one
+# EXIT: line naming PATTERN), sched_ext is disabled, and a restart attaches
+# cleanly and stops with 0.
+expect_exit() {
+	what=$1 pat=$2
+	wait_until 300 "$what: still running 30 s later" sh -c "! kill -0 $SCHED_PID 2>/dev/null"
+	wait "$SCHED_PID"
+	rc=$?
+	SCHED_PID=
+	[ $rc -ne 0 ] || fail "$what: exit status 0"
+	grep -q "^scx_nimble: error: EXIT: .*$pat" "$SCHED_ERR" ||
+		fail "$what: no EXIT report matching '$pat': $(tail -n 3 "$SCHED_ERR")"
+	wait_until 50 "$what: sched_ext not disabled" state_disabled
+	echo "  ok: $what -> rc=$rc: $(grep '^scx_nimble: error: EXIT' "$SCHED_ERR")"
+	start_sched
+	assert_attached "restart after $what"
+	stop_sched
+}
+
+# Up to here the kernel must not have complained; the exits below make it
+# log their reasons, checked and then cleared for the scripts that follow.
+assert_clean_dmesg
+
+# A BPF-side error (scx_bpf_error from ops.tick, test-only flag), with the
+# debug dump asked for: the dump comes with the report.
+start_sched --test-error-after-ms 5000 --exit-dump-len 32768
+expect_exit "scx_bpf_error" "injected by --test-error-after-ms"
+grep -q "^DEBUG DUMP" "$SCHED_ERR" || fail "no debug dump with --exit-dump-len"
+# The kernel ejecting the scheduler (sysrq-S, as its watchdog would).
+echo 1 >/proc/sys/kernel/sysrq
+start_sched
+echo S >/proc/sysrq-trigger
+expect_exit "sysrq-S" "sysrq"
+dmesg -c >/tmp/exits.dmesg
+grep -q "runtime error" /tmp/exits.dmesg || fail "no runtime error in dmesg: $(grep sched_ext /tmp/exits.dmesg)"
+grep -qi "sysrq" /tmp/exits.dmesg || fail "no sysrq exit in dmesg: $(grep sched_ext /tmp/exits.dmesg)"
+
 assert_clean_dmesg
 pass "error cases"
