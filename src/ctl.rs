@@ -164,23 +164,18 @@ fn running_map() -> Result<MapHandle> {
         None => bail!("scx_nimble is not running (no sched_ext scheduler loaded)"),
     }
     // By identity, not by name alone: the maps scx_nimble's struct_ops
-    // programs (nimble_*) use. Another process's map of the same name, or a
-    // second scx_nimble loaded beside the running one, is never picked.
-    let opts = ProgInfoQueryOptions::default().include_map_ids(true);
-    let used: BTreeSet<u32> = ProgInfoIter::with_query_opts(opts)
-        .filter(|p| {
-            p.ty == ProgramType::StructOps && p.name.to_string_lossy().starts_with("nimble_")
-        })
-        .flat_map(|p| p.map_ids)
-        .collect();
-    let ids: Vec<u32> = MapInfoIter::default()
-        .filter(|m| {
-            used.contains(&m.id)
-                && m.name.to_str() == Some(MAP_NAME)
-                && m.value_size as usize == std::mem::size_of::<nimble_ctl>()
-        })
-        .map(|m| m.id)
-        .collect();
+    // programs (nimble_*) use, so another program's map of the same name is
+    // never picked. Programs of an instance that just stopped (a restart, a
+    // hotplug reload) linger until an RCU grace period ends: wait a second
+    // for them before calling it ambiguous.
+    let mut ids = vec![];
+    for _ in 0..10 {
+        ids = ctl_maps_in_use();
+        if ids.len() == 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     match ids[..] {
         [] => bail!("scx_nimble is loaded but no nimble_ctl map is used by its programs"),
         [id] => MapHandle::from_map_id(id).context("opening nimble_ctl"),
@@ -189,6 +184,25 @@ fn running_map() -> Result<MapHandle> {
             ids.len()
         ),
     }
+}
+
+/// Ids of the nimble_ctl maps that loaded nimble_* struct_ops programs use.
+fn ctl_maps_in_use() -> Vec<u32> {
+    let opts = ProgInfoQueryOptions::default().include_map_ids(true);
+    let used: BTreeSet<u32> = ProgInfoIter::with_query_opts(opts)
+        .filter(|p| {
+            p.ty == ProgramType::StructOps && p.name.to_string_lossy().starts_with("nimble_")
+        })
+        .flat_map(|p| p.map_ids)
+        .collect();
+    MapInfoIter::default()
+        .filter(|m| {
+            used.contains(&m.id)
+                && m.name.to_str() == Some(MAP_NAME)
+                && m.value_size as usize == std::mem::size_of::<nimble_ctl>()
+        })
+        .map(|m| m.id)
+        .collect()
 }
 
 /// `scx_nimble tune`: print the controls, changing those given.

@@ -118,9 +118,12 @@ impl<'a> Scheduler<'a> {
         controls: Option<Ctl>,
         open_object: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
-        // The hotplug sequence first, then the topology: a CPU that comes or
-        // goes in between makes the kernel refuse the attach with a restart
-        // request, instead of this load missing it.
+        // The hotplug sequence first, then the topology: a CPU that comes
+        // online in between (the online mask is set before the sequence
+        // moves) makes the kernel ask for a restart once attached, instead
+        // of this load missing it. (A CPU going offline moves the sequence
+        // first, so a load in that window may still see it: the kernel's
+        // unload on hotplug covers what follows.)
         let hotplug_seq = read_hotplug_seq()?;
         // One read of sysfs: the layout and the thresholds both derive from it.
         let sys = SysTopo::read(Path::new("/sys")).context("reading the CPU topology")?;

@@ -173,8 +173,13 @@ static __always_inline struct numa_level *numa_level_of(u32 node, u32 lv)
  */
 static __always_inline struct numa_level *level_between(u32 node, u32 other, u32 *within)
 {
-	u32 a = node & (MAX_NODES - 1), b = other & (MAX_NODES - 1), lv;
+	u32 a, b, lv;
 
+	/* As nimble.bpf.h's lookups: keep the masks the verifier relies on. */
+	barrier_var(node);
+	barrier_var(other);
+	a = node & (MAX_NODES - 1);
+	b = other & (MAX_NODES - 1);
 	lv = gate_level[a][b];
 	if (!lv)
 		return NULL;

@@ -125,7 +125,7 @@ pub fn counters_markdown() -> String {
             let desc = field.attrs.desc.as_deref().unwrap_or("");
             let _ = writeln!(
                 s,
-                "| `{name}` | gauge or wait (per LLC, summed per node) | {desc} |"
+                "| `{name}` | gauge or wait: per LLC; per node from its LLCs' histograms, or its own count (`nr_running`) | {desc} |"
             );
         }
     }

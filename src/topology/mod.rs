@@ -1,7 +1,7 @@
 //! The topology model scx_nimble schedules by: which LLC and NUMA node each
 //! CPU belongs to, node distances, and the order in which a CPU consumes the
-//! LLC dispatch queues. Pure data and maths; `from_scx` is the only part that
-//! looks at the running system.
+//! LLC dispatch queues. Pure data and maths, derived from one sysfs read
+//! (`sysfs::SysTopo`, live or a snapshot).
 
 pub mod domains;
 pub mod imb;
@@ -29,7 +29,8 @@ pub struct Layout {
     pub cpu_llc: Vec<Option<usize>>,
     /// Node of each LLC; LLC ids are dense 0..llc_node.len().
     pub llc_node: Vec<usize>,
-    /// SLIT distances, `node_distance[a][b]`; node ids are dense.
+    /// SLIT distances, `node_distance[a][b]`, indexed by kernel node id
+    /// (ids without a node are padded: 10 to itself, 20 to the others).
     pub node_distance: Vec<Vec<usize>>,
     /// Whether any core has more than one hardware thread.
     pub smt: bool,
@@ -111,18 +112,27 @@ impl Layout {
     }
 
     /// The layout from one sysfs read (the same read the thresholds come
-    /// from): LLCs numbered densely in order of their lowest CPU, nodes by
+    /// from): LLCs (clipped to their node) numbered densely in order of
+    /// their lowest CPU, nodes by
     /// their kernel ids, distances from the SLIT (10/20 for a node without
     /// a row, as the kernel assumes).
     pub fn from_sys(sys: &sysfs::SysTopo) -> Result<Self> {
         let mut cpu_llc = vec![None; sys.nr_cpu_ids];
-        let mut llcs: Vec<(&sysfs::CpuSet, usize)> = vec![];
+        let mut llcs: Vec<(sysfs::CpuSet, usize)> = vec![];
         for &cpu in &sys.online {
             let info = sys.cpu(cpu);
-            let id = match llcs.iter().position(|(set, _)| *set == &info.llc) {
+            // Clipped to the node, as the kernel's MC level is: Intel SNC and
+            // QEMU report a package-wide L3 over several nodes.
+            let llc: sysfs::CpuSet = info
+                .llc
+                .iter()
+                .copied()
+                .filter(|&c| sys.cpu(c).node == info.node)
+                .collect();
+            let id = match llcs.iter().position(|(set, _)| *set == llc) {
                 Some(id) => id,
                 None => {
-                    llcs.push((&info.llc, info.node));
+                    llcs.push((llc, info.node));
                     llcs.len() - 1
                 }
             };
@@ -192,6 +202,17 @@ pub(crate) mod tests {
         assert_eq!((l.nr_cpu_ids, l.nr_llcs(), l.nr_nodes()), (16, 4, 4));
         assert_eq!(l.llc_cpus(3), vec![6, 7]);
         assert_eq!(l.node_distance, srikar4());
+        // A package-wide L3 over two SNC nodes: one LLC per node.
+        let mut snc = domains::tests::vm_n2l4();
+        for c in snc.cpus.iter_mut().flatten() {
+            c.llc = (0..8).collect();
+        }
+        let l = Layout::from_sys(&snc).unwrap();
+        assert_eq!(l.llc_node, vec![0, 1]);
+        assert_eq!(
+            (l.llc_cpus(0), l.llc_cpus(1)),
+            ((0..4).collect(), (4..8).collect())
+        );
     }
 
     #[test]

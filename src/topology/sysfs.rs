@@ -94,9 +94,13 @@ impl SysTopo {
                 continue;
             }
             let file = path.join("distance");
+            // SLIT distances are one byte: larger values are not a SLIT.
             let row: Vec<usize> = read(&file)?
                 .split_whitespace()
-                .map(|d| d.parse().map_err(|_| bad(&file, "not a list of numbers")))
+                .map(|d| match d.parse::<u8>() {
+                    Ok(v) => Ok(v as usize),
+                    Err(_) => Err(bad(&file, "not a list of distances (0..=255)")),
+                })
                 .collect::<Result<_>>()?;
             if row.len() != nodes.len() {
                 return Err(bad(

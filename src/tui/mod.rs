@@ -47,9 +47,10 @@ pub fn run(args: &TuiArgs) -> Result<()> {
     // terminal is switched, so its message lands on a normal screen.
     let socket = std::env::var_os(SOCKET_ENV).map_or_else(|| SOCKET.into(), PathBuf::from);
     let mut client = connect(&socket)?;
+    let at = socket.display();
     let first = fetch(&mut client).map_err(|e| match e {
-        FetchError::Gone(e) => anyhow!("the stats server at {SOCKET} did not answer: {e:#}"),
-        FetchError::Bad(e) => e.context(format!("{SOCKET} serves no scx_nimble metrics")),
+        FetchError::Gone(e) => anyhow!("the stats server at {at} did not answer: {e:#}"),
+        FetchError::Bad(e) => e.context(format!("{at} serves no scx_nimble metrics")),
     })?;
     if !std::io::stdout().is_terminal() {
         bail!("scx_nimble tui needs a terminal on stdout");

@@ -20,11 +20,15 @@ impl Topo {
     /// The running machine, read by the library's sysfs reader (the one the
     /// scheduler uses); a machine it cannot read gives no locality metrics.
     pub fn read() -> Topo {
-        let Ok(sys) = SysTopo::read(Path::new("/sys")) else {
-            return Topo {
-                node: vec![],
-                llc: vec![],
-            };
+        let sys = match SysTopo::read(Path::new("/sys")) {
+            Ok(sys) => sys,
+            Err(e) => {
+                eprintln!("nimble-lab: no locality metrics: {e:#}");
+                return Topo {
+                    node: vec![],
+                    llc: vec![],
+                };
+            }
         };
         let mut node = vec![None; sys.nr_cpu_ids];
         let mut llc = vec![None; sys.nr_cpu_ids];
