@@ -95,8 +95,7 @@ echo "  ok: --stats | head -1 -> printing stopped, scheduler ran on, rc=0"
 # A control value that names no rule (not written by tune) is refused: the
 # scheduler logs one line, restores the last good controls and runs on.
 start_sched --numa-rule v3
-# Maps of the instances stopped above may linger a moment: the newest is ours.
-id=$(bpftool map show | sed -n 's/^\([0-9]*\): .* name nimble_ctl .*/\1/p' | sort -n | tail -n 1)
+id=$(newest_map_id nimble_ctl)
 [ -n "$id" ] || fail "no nimble_ctl map: $(bpftool map show | grep -c nimble) nimble maps"
 bpftool map update id "$id" key 0 0 0 0 value 99 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 ||
 	fail "bpftool could not write nimble_ctl (map $id)"

@@ -100,6 +100,13 @@ assert_clean_dmesg() {
 	[ -z "$bad" ] || fail "kernel complained: $bad"
 }
 
+# newest_map_id NAME: the id of the newest BPF map called NAME, the running
+# scheduler's: a stopped instance's maps linger until an RCU grace period
+# ends, so `bpftool ... name NAME` may match several.
+newest_map_id() {
+	bpftool map show | sed -n "s/^\([0-9]*\): .* name $1 .*/\1/p" | sort -n | tail -n 1
+}
+
 # stop_and_check [COUNTER...]: the closing checks of a test that ran the
 # scheduler. Stop it (exit 0 on Ctrl-C, sched_ext disabled), print its final
 # line (what the checks read, for the log), check that the kernel did not

@@ -9,7 +9,9 @@ run_config() { # FORMULA [OVERRIDE]
 	start_sched --imb-formula "$f" ${ovr:+--imb-numa-nr "$ovr"}
 	grep "imb_numa_nr ($f)" "$SCHED_ERR" || fail "no threshold line at startup"
 	echo "F $f ${ovr:-none}"
-	echo "B $(bpftool -j map dump name numa_levels)"
+	id=$(newest_map_id numa_levels)
+	[ -n "$id" ] || fail "no numa_levels map"
+	echo "B $(bpftool -j map dump id "$id")"
 	for n in /sys/devices/system/node/node[0-9]*; do
 		node=${n##*node}
 		cpu=$(cut -d, -f1 "$n/cpulist" | cut -d- -f1)
