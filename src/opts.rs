@@ -124,6 +124,13 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub test_error_after_ms: Option<u64>,
 
+    /// Tests only: stop dispatching queued tasks MS milliseconds after
+    /// loading, with the kernel's watchdog timeout lowered to 3 s, so the
+    /// watchdog ejects the scheduler: the stall-exit report end to end.
+    #[arg(long, value_name = "MS", hide = true,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub test_stall_after_ms: Option<u64>,
+
     /// Verbose output, including libbpf's and the steal order of every LLC.
     #[arg(short = 'v', long)]
     pub verbose: bool,

@@ -157,6 +157,10 @@ impl<'a> Scheduler<'a> {
         let mut skel = scx_ops_open!(builder, open_object, nimble_ops, None)?;
         skel.struct_ops.nimble_ops_mut().exit_dump_len = opts.exit_dump_len;
         skel.struct_ops.nimble_ops_mut().hotplug_seq = hotplug_seq;
+        if opts.test_stall_after_ms.is_some() {
+            // The watchdog's verdict in seconds, not the usual 30.
+            skel.struct_ops.nimble_ops_mut().timeout_ms = 3000;
+        }
 
         let rodata = skel.maps.rodata_data.as_mut().unwrap();
         rodata.slice_ns = opts.slice_us * 1000;
@@ -166,6 +170,7 @@ impl<'a> Scheduler<'a> {
         rodata.preempt_gap_ns = opts.preempt_gap_us.map_or(u64::MAX, |us| us * 1000);
         rodata.numa_patience_ns = opts.numa_patience_us * 1000;
         rodata.test_error_after_ns = opts.test_error_after_ms.map_or(0, |ms| ms * 1_000_000);
+        rodata.test_stall_after_ns = opts.test_stall_after_ms.map_or(0, |ms| ms * 1_000_000);
         rodata.smt_enabled = layout.smt;
         rodata.nr_cpu_ids = layout.nr_cpu_ids as u32;
         rodata.nr_llcs = layout.nr_llcs() as u32;

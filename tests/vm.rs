@@ -12,8 +12,10 @@
 //! Tiers: `vm/nimble-vm test` (CI) runs every case on trixie-backports and
 //! the cases where the kernel version matters (load/attach, hotplug,
 //! signals) on sid too; `vm/nimble-vm test --full` adds every other case on
-//! sid (`full::sid::*`) and the long durations (NIMBLE_VM_TIER=full, passed
-//! to the guest scripts as NIMBLE_TIER).
+//! sid (`full::sid::*`), the 10-minute soak (`full::backports::*`) and the
+//! long durations (NIMBLE_VM_TIER=full, passed to the guest scripts as
+//! NIMBLE_TIER). The cases a tier leaves out are listed as skipped in the
+//! results table.
 
 #[allow(dead_code)] // primary() is the lab's
 mod common;
@@ -29,25 +31,40 @@ use std::time::Instant;
 const BACKPORTS: &str = "trixie-backports";
 const SID: &str = "sid";
 /// A script's limit inside the guest (suite.sh kills it then).
-const SCRIPT_LIMIT_S: u64 = 600;
+const SCRIPT_LIMIT_S: u64 = 900;
 
 /// `ci` or `full` (vm/nimble-vm test --full).
 fn tier() -> String {
     std::env::var("NIMBLE_VM_TIER").unwrap_or_else(|_| "ci".into())
 }
 
-/// Where a case runs on sid: in every tier (the kernel version matters to
-/// it) or in the full tier only. Every case runs on trixie-backports.
+/// Where a case runs. Every case in the CI tier runs on trixie-backports;
+/// `Both` also on sid (the kernel version matters to it), `Backports` on
+/// sid in the full tier only; `FullOnly` (the soak) in the full tier only,
+/// on trixie-backports.
 #[derive(Clone, Copy, PartialEq)]
-enum OnSid {
-    Ci,
-    Full,
+enum Runs {
+    Both,
+    Backports,
+    FullOnly,
+}
+
+impl Runs {
+    /// Whether the case runs on `suite` in `tier`.
+    fn on(self, suite: &str, tier: &str) -> bool {
+        let full = tier == "full";
+        match self {
+            Runs::Both => true,
+            Runs::Backports => suite == BACKPORTS || full,
+            Runs::FullOnly => suite == BACKPORTS && full,
+        }
+    }
 }
 
 struct Case {
     topo: &'static str,
     script: &'static str,
-    sid: OnSid,
+    runs: Runs,
 }
 
 /// What one script did in its boot.
@@ -66,26 +83,45 @@ type Outcomes = BTreeMap<String, Outcome>;
 static BOOTS: Mutex<Option<HashMap<(String, String), Outcomes>>> = Mutex::new(None);
 
 /// The scripts of (suite, topo) in this tier, in table order.
+/// NIMBLE_VM_ONLY=a.sh,b.sh (for working on a case: pick its test by name
+/// too) boots only those scripts.
 fn group(suite: &str, topo: &str) -> Vec<&'static str> {
-    let full = tier() == "full";
+    let only = std::env::var("NIMBLE_VM_ONLY").ok();
     CASES
         .iter()
-        .filter(|c| c.topo == topo && (suite == BACKPORTS || c.sid == OnSid::Ci || full))
+        .filter(|c| c.topo == topo && c.runs.on(suite, &tier()))
+        .filter(|c| {
+            only.as_ref()
+                .is_none_or(|o| o.split(',').any(|s| s == c.script))
+        })
         .map(|c| c.script)
         .collect()
+}
+
+/// The results table lists the cases this tier leaves out as skipped, so
+/// that a case that did not run never reads as passed.
+fn record_skipped() {
+    for suite in [BACKPORTS, SID] {
+        for c in CASES.iter().filter(|c| !c.runs.on(suite, &tier())) {
+            record(suite, c.topo, c.script, "skipped(--full)", 0, "");
+        }
+    }
 }
 
 /// Runs `script` (booting its (suite, topo) group if no test did yet) and
 /// returns what it printed; panics if it failed.
 fn run_case(suite: &str, topo: &str, script: &str) -> String {
     let mut boots = BOOTS.lock().unwrap_or_else(|e| e.into_inner());
-    let boots = boots.get_or_insert_with(HashMap::new);
+    let boots = boots.get_or_insert_with(|| {
+        record_skipped();
+        HashMap::new()
+    });
     let key = (suite.to_string(), topo.to_string());
     if !boots.contains_key(&key) {
         let scripts = group(suite, topo);
         assert!(
             scripts.contains(&script),
-            "{script} on {topo} ({suite}) is not in the {} tier: run `vm/nimble-vm test --full`",
+            "{script} on {topo} ({suite}) is not in the {} tier (`vm/nimble-vm test --full`) or NIMBLE_VM_ONLY",
             tier()
         );
         boots.insert(key.clone(), boot_group(suite, topo, &scripts));
@@ -256,28 +292,32 @@ fn boot(suite: &str, topo: &str, scripts: &[&str]) -> (String, String) {
 /// The script's own assertions are the test (most cases).
 fn script_only(_topo: &str, _out: &str) {}
 
-/// `name: topo, script, on_sid, host_check;` entries: every case on
-/// trixie-backports (`backports::name`), on sid in CI (`sid::name`) or only
-/// in the full tier (`full::sid::name`). The host check reads the script's
-/// output (topology and thresholds compared with the kernel's, JSON sums).
+/// `name: topo, script, runs, host_check;` entries (see `Runs`): tests
+/// `backports::name` and `sid::name` in CI, `full::backports::name` and
+/// `full::sid::name` in the full tier only. The host check reads the
+/// script's output (topology and thresholds against the kernel's, JSON sums).
 macro_rules! vm_cases {
-    ($($name:ident: $topo:literal, $script:literal, $sid:ident, $check:ident;)*) => {
-        const CASES: &[Case] = &[$(Case { topo: $topo, script: $script, sid: OnSid::$sid },)*];
+    ($($name:ident: $topo:literal, $script:literal, $runs:ident, $check:ident;)*) => {
+        const CASES: &[Case] = &[$(Case { topo: $topo, script: $script, runs: Runs::$runs },)*];
         /// trixie-backports: the newest sched_ext kernel Debian ships (7.3.x).
         mod backports {
             use super::*;
-            $(vm_test!($name, BACKPORTS, $topo, $script, $check);)*
+            $(if_runs!($runs in ci_backports, $name, BACKPORTS, $topo, $script, $check);)*
         }
         /// sid (7.2.x): the cases where the kernel version matters.
         mod sid {
             use super::*;
-            $(sid_test!($sid, Ci, $name, $topo, $script, $check);)*
+            $(if_runs!($runs in ci_sid, $name, SID, $topo, $script, $check);)*
         }
-        /// `vm/nimble-vm test --full`: every other case on sid.
+        /// `vm/nimble-vm test --full`: the soak, and every other case on sid.
         mod full {
+            mod backports {
+                use super::super::*;
+                $(if_runs!($runs in full_backports, $name, BACKPORTS, $topo, $script, $check);)*
+            }
             mod sid {
                 use super::super::*;
-                $(sid_test!($sid, Full, $name, $topo, $script, $check);)*
+                $(if_runs!($runs in full_sid, $name, SID, $topo, $script, $check);)*
             }
         }
     };
@@ -293,47 +333,51 @@ macro_rules! vm_test {
     };
 }
 
-/// A sid test where the case's tier is the module's.
-macro_rules! sid_test {
-    (Ci, Ci, $name:ident, $($t:tt)*) => { vm_test!($name, SID, $($t)*); };
-    (Full, Full, $name:ident, $($t:tt)*) => { vm_test!($name, SID, $($t)*); };
-    ($a:ident, $b:ident, $($t:tt)*) => {};
+/// A test in the module named when the case runs there (`Runs::on`).
+macro_rules! if_runs {
+    (Both in ci_backports, $($t:tt)*) => { vm_test!($($t)*); };
+    (Backports in ci_backports, $($t:tt)*) => { vm_test!($($t)*); };
+    (Both in ci_sid, $($t:tt)*) => { vm_test!($($t)*); };
+    (FullOnly in full_backports, $($t:tt)*) => { vm_test!($($t)*); };
+    (Backports in full_sid, $($t:tt)*) => { vm_test!($($t)*); };
+    ($runs:ident in $module:ident, $($t:tt)*) => {};
 }
 
 // Each topology's scripts run in this order in its boot. The reliability
 // suite (load, faults, hostile input) and the functional tests.
 vm_cases! {
-    flat_attach_load: "flat", "attach_load.sh", Ci, script_only;
-    flat_hostile_input: "flat", "errors.sh", Full, script_only;
-    flat_nice19_not_starved: "flat", "nice.sh", Full, script_only;
-    flat_topology_matches_kernel: "flat", "topology.sh", Full, topology_matches_kernel;
-    n2l4_attach_load: "n2l4", "attach_load.sh", Ci, script_only;
-    n2l4_hotplug_two_cpus: "n2l4", "hotplug.sh", Ci, script_only;
-    n2l4_signals_int_term_kill: "n2l4", "signals.sh", Ci, script_only;
-    n2l4_torture_forks_wakeups_nice_cgroups: "n2l4", "torture.sh", Full, script_only;
-    n2l4_nice_weights_across_llcs: "n2l4", "weights.sh", Full, script_only;
-    n2l4_node_running_counts: "n2l4", "nodes.sh", Full, script_only;
-    n2l4_pinned_task_runs: "n2l4", "pinned.sh", Full, script_only;
-    n2l4_numa_pair_stays_local_by_rule: "n2l4", "numa_locality.sh", Full, script_only;
-    n2l4_numa_spread: "n2l4", "numa_spread.sh", Full, script_only;
-    n2l4_numa_loops_stay_by_rule: "n2l4", "numa_loops.sh", Full, script_only;
-    n2l4_cpu_queues_keep_wakees: "n2l4", "cpuq.sh", Full, script_only;
-    n2l4_stats_monitor_json_and_tui: "n2l4", "stats.sh", Full, stats_json_sums;
-    n2l4_topology_matches_kernel: "n2l4", "topology.sh", Full, topology_matches_kernel;
-    n2l4_thresholds_in_map: "n2l4", "thresholds.sh", Full, thresholds_in_map;
-    n4_attach_load: "n4", "attach_load.sh", Ci, script_only;
-    n4_node_running_counts: "n4", "nodes.sh", Full, script_only;
-    n4_numa_spread_nearest_first: "n4", "numa_spread.sh", Full, script_only;
-    n4_numa_mixed_load_each_rule: "n4", "numa_mixed.sh", Full, script_only;
-    n4_topology_matches_kernel: "n4", "topology.sh", Full, topology_matches_kernel;
-    n4_thresholds_in_map: "n4", "thresholds.sh", Full, thresholds_in_map;
-    smt_attach_load: "smt", "attach_load.sh", Ci, script_only;
-    smt_topology_matches_kernel: "smt", "topology.sh", Full, topology_matches_kernel;
-    l2_attach_load: "l2", "attach_load.sh", Ci, script_only;
-    l2_swq_modes_hackbench_and_live_switch: "l2", "swq_modes.sh", Full, script_only;
-    l2_swq_pinned_and_remote_llc_tasks_run: "l2", "swq_pinned.sh", Full, script_only;
-    l2_swq_affinity_pulls_only_allowed: "l2", "swq_affinity.sh", Full, script_only;
-    l2_topology_matches_kernel: "l2", "topology.sh", Full, topology_matches_kernel;
+    flat_attach_load: "flat", "attach_load.sh", Both, script_only;
+    flat_hostile_input: "flat", "errors.sh", Backports, script_only;
+    flat_nice19_not_starved: "flat", "nice.sh", Backports, script_only;
+    flat_topology_matches_kernel: "flat", "topology.sh", Backports, topology_matches_kernel;
+    n2l4_attach_load: "n2l4", "attach_load.sh", Both, script_only;
+    n2l4_hotplug_two_cpus: "n2l4", "hotplug.sh", Both, script_only;
+    n2l4_signals_int_term_kill: "n2l4", "signals.sh", Both, script_only;
+    n2l4_torture_forks_wakeups_nice_cgroups: "n2l4", "torture.sh", Backports, script_only;
+    n2l4_nice_weights_across_llcs: "n2l4", "weights.sh", Backports, script_only;
+    n2l4_node_running_counts: "n2l4", "nodes.sh", Backports, script_only;
+    n2l4_pinned_task_runs: "n2l4", "pinned.sh", Backports, script_only;
+    n2l4_numa_pair_stays_local_by_rule: "n2l4", "numa_locality.sh", Backports, script_only;
+    n2l4_numa_spread: "n2l4", "numa_spread.sh", Backports, script_only;
+    n2l4_numa_loops_stay_by_rule: "n2l4", "numa_loops.sh", Backports, script_only;
+    n2l4_cpu_queues_keep_wakees: "n2l4", "cpuq.sh", Backports, script_only;
+    n2l4_stats_monitor_json_and_tui: "n2l4", "stats.sh", Backports, stats_json_sums;
+    n2l4_topology_matches_kernel: "n2l4", "topology.sh", Backports, topology_matches_kernel;
+    n2l4_thresholds_in_map: "n2l4", "thresholds.sh", Backports, thresholds_in_map;
+    n2l4_soak_10min_churn: "n2l4", "soak.sh", FullOnly, script_only;
+    n4_attach_load: "n4", "attach_load.sh", Both, script_only;
+    n4_node_running_counts: "n4", "nodes.sh", Backports, script_only;
+    n4_numa_spread_nearest_first: "n4", "numa_spread.sh", Backports, script_only;
+    n4_numa_mixed_load_each_rule: "n4", "numa_mixed.sh", Backports, script_only;
+    n4_topology_matches_kernel: "n4", "topology.sh", Backports, topology_matches_kernel;
+    n4_thresholds_in_map: "n4", "thresholds.sh", Backports, thresholds_in_map;
+    smt_attach_load: "smt", "attach_load.sh", Both, script_only;
+    smt_topology_matches_kernel: "smt", "topology.sh", Backports, topology_matches_kernel;
+    l2_attach_load: "l2", "attach_load.sh", Both, script_only;
+    l2_swq_modes_hackbench_and_live_switch: "l2", "swq_modes.sh", Backports, script_only;
+    l2_swq_pinned_and_remote_llc_tasks_run: "l2", "swq_pinned.sh", Backports, script_only;
+    l2_swq_affinity_pulls_only_allowed: "l2", "swq_affinity.sh", Backports, script_only;
+    l2_topology_matches_kernel: "l2", "topology.sh", Backports, topology_matches_kernel;
 }
 
 /// A /proc/schedstat cpumask ("00000000,000000ff") as a sorted CPU list.
@@ -366,10 +410,9 @@ const MAX_NUMA_LEVELS: usize = nimble_limits_MAX_NUMA_LEVELS as usize;
 /// One level as the kernel shows it: name, CPUs, flags.
 type KernelDomain = (String, Vec<u64>, Vec<String>);
 
-/// `topology --json` names, spans and flags equal the guest kernel's
-/// (names and masks from /proc/schedstat, flags from debugfs) for every CPU.
-fn topology_matches_kernel(topo: &str, out: &str) {
-    // (cpu, domain index) -> level, from the kernel.
+/// The kernel's domains in a script's output ("S" and "K" lines, see
+/// kernel_domains in tests/guest/lib.sh), by (cpu, domain index).
+fn kernel_domains(out: &str) -> BTreeMap<(String, String), KernelDomain> {
     let mut kernel: BTreeMap<(String, String), KernelDomain> = BTreeMap::new();
     for l in out.lines() {
         let w: Vec<&str> = l.split_whitespace().collect();
@@ -384,6 +427,13 @@ fn topology_matches_kernel(topo: &str, out: &str) {
             _ => {}
         }
     }
+    kernel
+}
+
+/// `topology --json` names, spans and flags equal the guest kernel's
+/// (names and masks from /proc/schedstat, flags from debugfs) for every CPU.
+fn topology_matches_kernel(topo: &str, out: &str) {
+    let kernel = kernel_domains(out);
     let mut checked = 0;
     for l in out.lines().filter_map(|l| l.strip_prefix("J ")) {
         let j: serde_json::Value = serde_json::from_str(l).expect("topology --json output");
@@ -423,16 +473,47 @@ fn topology_matches_kernel(topo: &str, out: &str) {
     );
 }
 
-/// The numa_levels map holds, for every node, the
-/// imb_numa_nr of each NUMA level `topology` prints (or the override).
+/// The kernel's imb_numa_nr and span of each NUMA level (SD_NUMA domains,
+/// lowest first) on every node of the VM topologies thresholds.sh runs on,
+/// worked out by hand from build_sched_domains() (kernel/sched/topology.c)
+/// rather than by src/topology, so that the map is checked against the
+/// kernel's rule and not against a copy of our own code. The x86 levels
+/// before degeneration: MC (the LLC), PKG and NODE (the node), then one
+/// NUMA level per larger SLIT distance. The first level above the LLC sets
+/// imb = its LLC count, or span / 8 (at least 1) with one LLC, and
+/// imb_span = the first NUMA level's span; each level above gets
+/// imb * max(1, span / imb_span).
+/// - n2l4 (nodes of 2 LLCs x 2 CPUs): PKG: 2 LLCs, imb 2, imb_span 8;
+///   NUMA(8): 2 * 8/8 = 2.
+/// - n4 (nodes of 1 LLC x 2 CPUs, SLIT 20 within pairs, 40 across): PKG:
+///   1 LLC, 2/8 -> 1, imb_span 4; NUMA(4): 1 * 4/4 = 1; NUMA(8): 1 * 8/4 = 2.
+fn kernel_thresholds(topo: &str) -> Vec<(u64, usize)> {
+    match topo {
+        "n2l4" => vec![(2, 8)],
+        "n4" => vec![(1, 4), (2, 8)],
+        _ => panic!("no hand-derived thresholds for {topo}"),
+    }
+}
+
+/// The numa_levels map of the running scheduler holds, for every node and
+/// NUMA level, the kernel's imb_numa_nr (mainline formula, against the
+/// hand-derived table above, whose spans are checked against the booted
+/// kernel's domains), and with an override that value at its level and
+/// `topology`'s for the other levels (v4 is no kernel's current rule).
 fn thresholds_in_map(topo: &str, out: &str) {
+    let kernel = kernel_domains(out);
+    let table = kernel_thresholds(topo);
     let mut configs = 0;
     let mut map: Vec<serde_json::Value> = vec![];
+    let mut formula = String::new();
     let mut ovr: Option<(usize, u64)> = None;
     for l in out.lines() {
         if let Some(f) = l.strip_prefix("F ") {
-            let o = f.split_whitespace().nth(1).unwrap();
-            ovr = o
+            let mut w = f.split_whitespace();
+            formula = w.next().unwrap().to_string();
+            ovr = w
+                .next()
+                .unwrap()
                 .split_once('=')
                 .map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap()));
             configs += 1;
@@ -442,20 +523,26 @@ fn thresholds_in_map(topo: &str, out: &str) {
             let (node, json) = t.split_once(' ').unwrap();
             let node: usize = node.parse().unwrap();
             let j: serde_json::Value = serde_json::from_str(json).unwrap();
-            let numa: Vec<&serde_json::Value> = j["domains"]
+            let is_numa = |flags: &serde_json::Value| {
+                flags.as_array().unwrap().iter().any(|f| f == "SD_NUMA")
+            };
+            let ours: Vec<&serde_json::Value> = j["domains"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .filter(|d| {
-                    d["flags"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .any(|f| f == "SD_NUMA")
-                })
+                .filter(|d| is_numa(&d["flags"]))
                 .collect();
-            assert!(!numa.is_empty(), "{topo}: node {node} has no NUMA level");
-            for (i, d) in numa.iter().enumerate() {
+            // The booted kernel's NUMA spans are the table's.
+            let cpu = format!("cpu{}", j["cpu"]);
+            let spans: Vec<usize> = kernel
+                .iter()
+                .filter(|((c, _), d)| *c == cpu && d.2.iter().any(|f| f == "SD_NUMA"))
+                .map(|(_, d)| d.1.len())
+                .collect();
+            let want_spans: Vec<usize> = table.iter().map(|t| t.1).collect();
+            assert_eq!(spans, want_spans, "{topo} {cpu}: the kernel's NUMA spans");
+            assert_eq!(ours.len(), table.len(), "{topo} node {node}: NUMA levels");
+            for (i, d) in ours.iter().enumerate() {
                 let key = node * MAX_NUMA_LEVELS + i;
                 let entry = map
                     .iter()
@@ -464,15 +551,17 @@ fn thresholds_in_map(topo: &str, out: &str) {
                 let v = &entry["formatted"]["value"];
                 let want = match ovr {
                     Some((level, value)) if level == i + 1 => value,
+                    _ if formula == "mainline" => table[i].0,
                     _ => d["imb_numa_nr"].as_u64().unwrap(),
                 };
                 assert_eq!(
                     v["imb_numa_nr"].as_u64().unwrap(),
                     want,
-                    "{topo} node {node} level {i}: {v}"
+                    "{topo} node {node} level {i} ({formula}): {v}"
                 );
                 assert_eq!(
-                    v["span_weight"], d["span_weight"],
+                    v["span_weight"].as_u64().unwrap() as usize,
+                    table[i].1,
                     "{topo} node {node} level {i}"
                 );
             }

@@ -97,6 +97,8 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 {
 	bool prev_runnable = prev && (prev->scx.flags & SCX_TASK_QUEUED);
 
+	if (test_stall_after_ns && bpf_ktime_get_ns() - loaded_at_ns > test_stall_after_ns)
+		return;
 	if (consume_llcs(cpu, !prev_runnable))
 		return;
 

@@ -90,6 +90,12 @@ const volatile bool smt_enabled;
  * end. 0 (always, in use): the check is compiled out by the verifier.
  */
 const volatile u64 test_error_after_ns;
+/*
+ * Tests only (--test-stall-after-ms): ops.dispatch stops serving the queues
+ * this long after ops.init, so queued tasks starve and the kernel's watchdog
+ * ejects the scheduler (userspace lowers its timeout to seconds).
+ */
+const volatile u64 test_stall_after_ns;
 u64 loaded_at_ns;
 
 /*

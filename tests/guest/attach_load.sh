@@ -2,9 +2,10 @@
 # Attach in every topology and survive 30 s of the scx CI recipe (stress-ng
 # --aggressive CPU + fork + affinity churn with --affinity-pin) with
 # hackbench on top (30 s in the full tier, 10 s in CI: every path counted
-# below is taken within the first seconds of load), stay attached, exit 0 on
-# Ctrl-C, and keep counters that are non-zero where the topology allows and
-# balance exactly.
+# below is taken within the first seconds of load), keep every CPU busy and
+# every CPU worker running (the kernel's accounting), stay attached, exit 0
+# on Ctrl-C, and keep counters that are non-zero where the topology allows
+# and balance exactly.
 . /tests/lib.sh
 
 N=$(nr_cpus); NODES=$(nr_nodes); LLCS=$(nr_llcs)
@@ -16,12 +17,23 @@ stress-ng --aggressive --cpu "$N" --fork 2 --affinity 2 --affinity-pin --timeout
 	--metrics-brief >/tmp/stress.out 2>&1 &
 STRESS=$!
 sleep 2
+# From outside: every CPU busy while the load lasts (a queue no CPU serves
+# leaves CPUs idle), and no CPU worker waits 5 s for a CPU. Its fair wait
+# here is well under a second (about 6 runnable tasks per CPU, 5 ms
+# slices, TCG's slowness included); a task stranded in a queue waits until
+# the watchdog ejects the scheduler, 30 s.
+CPUW=$(named_children $STRESS stress-ng-cpu)
+[ -n "$CPUW" ] || fail "no stress-ng-cpu workers under $STRESS: $(children $STRESS)"
+stall_watch $((SECS - 3)) $CPUW
+cpu_busy_begin
 runs=0
 while kill -0 $STRESS 2>/dev/null; do
 	hackbench -g 2 -l 50 >/dev/null || fail "hackbench failed"
 	runs=$((runs + 1))
 	assert_attached "during load"
 done
+cpu_busy_check 60 "stress-ng and hackbench"
+stall_check 5 "stress-ng CPU workers"
 wait $STRESS || { cat /tmp/stress.out; fail "stress-ng failed"; }
 hackbench -g 4 -l 100 >/dev/null || fail "hackbench after stress-ng failed"
 log "stress-ng done, hackbench ran $((runs + 1)) times"

@@ -106,12 +106,13 @@ case $now in *numa_rule=v3*) ;; *) fail "controls not restored: $now" ;; esac
 echo "  ok: numa_rule=99 refused: $(grep "refused nimble_ctl" "$SCHED_ERR"), now $now"
 stop_sched
 
-# Exits the kernel decides. expect_exit WHAT PATTERN: the scheduler started
+# Exits the kernel decides. expect_exit WHAT PATTERN [THEN]: the scheduler started
 # by the caller exits by itself with status != 0 and the UEI report (one
 # EXIT: line naming PATTERN; its stderr is kept in /tmp/exit.err), sched_ext
-# is disabled, and a restart attaches cleanly and stops with 0.
+# is disabled, and (after THEN, a command, if given) a restart attaches
+# cleanly and stops with 0.
 expect_exit() {
-	ex_what=$1 ex_pat=$2
+	ex_what=$1 ex_pat=$2 ex_then=$3
 	wait_until 300 "$ex_what: still running 30 s later" sh -c "! kill -0 $SCHED_PID 2>/dev/null"
 	wait "$SCHED_PID"
 	rc=$?
@@ -122,6 +123,7 @@ expect_exit() {
 		fail "$ex_what: no EXIT report matching '$ex_pat': $(tail -n 3 /tmp/exit.err)"
 	wait_until 50 "$ex_what: sched_ext not disabled" state_disabled
 	echo "  ok: $ex_what -> rc=$rc: $(grep '^scx_nimble: error: EXIT' /tmp/exit.err)"
+	$ex_then
 	start_sched
 	assert_attached "restart after $ex_what"
 	stop_sched
@@ -141,9 +143,19 @@ echo 1 >/proc/sys/kernel/sysrq
 start_sched
 echo S >/proc/sysrq-trigger
 expect_exit "sysrq-S" "sysrq"
+# The kernel's watchdog ejecting the scheduler: a hidden test flag stops
+# dispatch 3 s after the load (and lowers the watchdog's timeout to 3 s);
+# with more CPU loops than CPUs some wait in the queues, never to run.
+start_sched --test-stall-after-ms 3000
+LOOPS=
+for i in $(seq $(($(nr_cpus) + 4))); do spin; LOOPS="$LOOPS $SPAWNED"; done
+stop_loops() { kill $LOOPS; }
+expect_exit "watchdog" "runnable task stall" stop_loops
 dmesg -c >/tmp/exits.dmesg
 grep -q "disabled (scx_bpf_error)" /tmp/exits.dmesg || fail "no scx_bpf_error exit in dmesg: $(grep sched_ext /tmp/exits.dmesg)"
 grep -qi "sysrq" /tmp/exits.dmesg || fail "no sysrq exit in dmesg: $(grep sched_ext /tmp/exits.dmesg)"
+grep -q "disabled (runnable task stall)" /tmp/exits.dmesg ||
+	fail "no watchdog exit in dmesg: $(grep sched_ext /tmp/exits.dmesg)"
 
 assert_clean_dmesg
 pass "error cases"

@@ -283,3 +283,86 @@ rotated() {
 	while [ "$k" -gt 1 ]; do first=$1; shift; set -- "$@" "$first"; k=$((k - 1)); done
 	echo "$@"
 }
+
+# --- observed from outside the scheduler ------------------------------------
+# The kernel's own accounting, which the scheduler's counters cannot vouch
+# for: a scheduler that strands a task, forgets a CPU or starves a task
+# still balances its books, but fails these.
+
+# cpu_busy_begin / cpu_busy_check MIN_PCT WHAT: between the two calls every
+# online CPU was busy (not idle, not iowait) at least MIN_PCT % of the time,
+# by /proc/stat. Work conservation: a CPU left out of the queues it should
+# serve sits idle while tasks wait.
+cpu_busy_begin() { grep '^cpu[0-9]' /proc/stat >/tmp/busy0; }
+cpu_busy_check() {
+	grep '^cpu[0-9]' /proc/stat >/tmp/busy1
+	# Fields 2-9: user nice system idle iowait irq softirq steal (guest
+	# time is counted in user already).
+	busy=$(awk 'NR == FNR { for (i = 2; i <= 9; i++) t0[$1] += $i; i0[$1] = $5 + $6; next }
+		{ t = 0; for (i = 2; i <= 9; i++) t += $i; dt = t - t0[$1]; di = $5 + $6 - i0[$1]
+		  printf "%s=%d ", $1, (dt > 0 ? 100 * (dt - di) / dt : 0) }' /tmp/busy0 /tmp/busy1)
+	log "$2: busy % per CPU: $busy"
+	low=$(echo "$busy" | tr ' ' '\n' | awk -F= -v min="$1" '$2 != "" && $2 < min')
+	[ -z "$low" ] || fail "$2: CPU(s) busy under $1 %: $(echo $low)"
+}
+
+# stall_watch SECS PID...: in the background, for SECS s, sample every
+# 0.2 s each PID's run time (/proc/PID/schedstat) and state (/proc/PID/stat),
+# from one awk at nice -20 (so it samples on time under load; a late sample
+# can only hide a wait in which the task did run). stall_check MAX_S WHAT
+# then asserts that every PID still alive ran, and that none stayed
+# runnable without running for MAX_S s or more: the longest wait, measured
+# by the kernel's accounting, not the scheduler's.
+stall_watch() {
+	sw_secs=$1
+	shift
+	nice -n -20 awk -v secs="$sw_secs" -v pids="$*" 'function now() {
+			getline up < "/proc/uptime"; close("/proc/uptime"); split(up, u, " "); return u[1]
+		}
+		BEGIN {
+		n = split(pids, p, " "); t0 = now(); t = t0
+		while (t - t0 < secs) {
+			for (i = 1; i <= n; i++) {
+				f = "/proc/" p[i] "/stat"
+				if ((getline line < f) <= 0) { close(f); gone[i] = 1; continue }
+				close(f); sub(/^.*\) /, "", line); st = substr(line, 1, 1)
+				f = "/proc/" p[i] "/schedstat"; getline ss < f; close(f); split(ss, x, " ")
+				if (!(i in last)) { run0[i] = x[1]; last[i] = x[1]; since[i] = t }
+				else if (x[1] != last[i] || st != "R") { last[i] = x[1]; since[i] = t }
+				else if (t - since[i] > worst[i]) worst[i] = t - since[i]
+			}
+			system("usleep 200000"); t = now()
+		}
+		for (i = 1; i <= n; i++)
+			printf "STALL %s %.2f %d %s\n", p[i], worst[i] + 0, (last[i] - run0[i]) / 1000000, gone[i] ? "gone" : "alive"
+	}' >/tmp/stall.out 2>&1 &
+	STALL_WATCHER=$!
+}
+stall_check() {
+	wait "$STALL_WATCHER"
+	n=$(grep -c '^STALL' /tmp/stall.out)
+	[ "$n" -gt 0 ] || fail "$2: the stall watcher printed nothing: $(head -c 300 /tmp/stall.out)"
+	worst=$(awk '$1 == "STALL" && $3 > w { w = $3; p = $2 } END { printf "%.2f s (pid %s)", w, p }' /tmp/stall.out)
+	log "$2: $n tasks watched, longest runnable wait $worst"
+	bad=$(awk -v max="$1" '$1 == "STALL" && ($3 >= max || ($4 == 0 && $5 == "alive")) {
+		printf "pid %s waited %s s, ran %s ms; ", $2, $3, $4 }' /tmp/stall.out)
+	[ -z "$bad" ] || fail "$2: a task waited $1 s or more, or never ran: $bad"
+}
+
+# kernel_domains CPU: the kernel's scheduling domains of CPU, a line each:
+# "S cpuN domainK NAME MASK" from /proc/schedstat and "K cpuN domainK NAME
+# FLAGS..." from debugfs (sched_verbose), for tests/vm.rs to compare with.
+kernel_domains() {
+	awk -v c="cpu$1" '$1 == c { p = 1; next } /^cpu/ { p = 0 } p && /^domain/ { print "S", c, $1, $2, $3 }' /proc/schedstat
+	for d in /sys/kernel/debug/sched/domains/cpu$1/domain*; do
+		echo "K cpu$1 $(basename "$d") $(cat "$d/name") $(cat "$d/flags")"
+	done
+}
+
+# named_children PID NAME: PID's children whose command is NAME (e.g. the
+# stress-ng-cpu workers of a stress-ng run).
+named_children() {
+	for c in $(children "$1"); do
+		[ "$(cat "/proc/$c/comm" 2>/dev/null)" = "$2" ] && echo "$c"
+	done
+}

@@ -19,6 +19,9 @@ for i in $(seq 1 $NLOOPS); do
 	loop_on "$CPUS"
 	pids="$pids $SPAWNED"
 done
+# From outside: each loop keeps running (two per CPU: a fair wait is a
+# slice or two; 3 s is far beyond that and far below the watchdog's 30 s).
+stall_watch 4 $pids
 # Polled: the counts follow within a stats line or two.
 loaded() { [ "$(node_count $LAST)" -ge "$NLOOPS" ]; }
 wait_until 100 "node $LAST never counted $NLOOPS runnable in 10 s ($(node_count $LAST))" loaded
@@ -26,6 +29,8 @@ busy=$(node_count $LAST); home=$(node_count 0)
 log "with $NLOOPS loops on node $LAST ($CPUS): node_running node$LAST=$busy node0=$home"
 [ "$busy" -ge "$NLOOPS" ] || fail "node $LAST counts $busy runnable, expected >= $NLOOPS"
 [ "$home" -lt "$NLOOPS" ] || fail "node 0 counts $home runnable with the load on node $LAST"
+stall_check 3 "loops on node $LAST"
+for n in $(task_nodes $pids); do [ "$n" = "$LAST" ] || fail "a loop limited to node $LAST ran on node $n"; done
 kill $pids
 drained() { [ "$(node_count $LAST)" -lt "$NLOOPS" ]; }
 wait_until 100 "node $LAST still counts $(node_count $LAST) runnable 10 s after the kill" drained

@@ -21,6 +21,14 @@ for i in 1 2; do
 	PAIRS="$PAIRS $!"
 done
 
+# From outside, over all five rules: every CPU busy (N CPU hogs and two
+# pairs), and no CPU worker or pair task waits 5 s for a CPU (fair: a
+# fraction of a second; stranded: until the 30 s watchdog).
+sleep 1
+WATCH=$(named_children $STRESS stress-ng-cpu)
+for p in $PAIRS; do WATCH="$WATCH $p $(children $p)"; done
+stall_watch $((5 * SECS)) $WATCH
+cpu_busy_begin
 summary=
 for rule in mainline v3 v4 off tip; do
 	tune --numa-rule $rule
@@ -36,6 +44,8 @@ for rule in mainline v3 v4 off tip; do
 	log "$rule: attached, clean; node_running=$nr $moves"
 	summary="$summary $rule[$moves]"
 done
+cpu_busy_check 60 "mixed load under five rules"
+stall_check 5 "CPU workers and pipe pairs under five rules"
 kill $PAIRS $STRESS 2>/dev/null
 wait $STRESS
 stop_and_check pending

@@ -15,6 +15,11 @@ LOAD=$!
 ( while kill -0 $LOAD 2>/dev/null; do hackbench -g 2 -l 20 >/dev/null 2>&1; done ) &
 BENCH=$!
 wait_until 100 "no stats socket at $SOCK" test -S $SOCK
+# From outside, while the stats are read: every CPU worker keeps running
+# (at 60 % load with hackbench on top a fair wait is a slice or two).
+CPUW=$(named_children $LOAD stress-ng-cpu)
+[ -n "$CPUW" ] || fail "no stress-ng-cpu workers under $LOAD"
+stall_watch 15 $CPUW
 
 # Root only: no bits for group or others, and an unprivileged user is refused.
 mode=$(stat -c %a $SOCK)
@@ -46,6 +51,8 @@ for c in llc_own migrate; do
 		fail "$c did not grow over the monitored intervals: $first / $last"
 done
 log "--monitor: $(grep -c '^stats:' /tmp/mon.out) lines, run_direct $(val "$first" run_direct) -> $(val "$last" run_direct)"
+
+stall_check 3 "stress-ng CPU workers while --monitor read the stats"
 
 # --monitor --json: one object per interval, checked on the host.
 scx_nimble --monitor 1 --json >/tmp/mon.json 2>/tmp/mon.err &

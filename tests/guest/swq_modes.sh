@@ -41,7 +41,11 @@ for mode in off wakeups sis-fail all off; do
 	all)	  want "idle-CPU wakeups missing" "$d_swq_wake_idle" -gt 1000 ;;
 	esac
 	# Overload: hackbench (160 tasks on 8 CPUs) runs to completion.
+	# From outside: no CPU sits idle while 160 tasks want one (a swq no
+	# CPU pulls from would leave its tasks waiting and CPUs idle).
+	cpu_busy_begin
 	hackbench -g 4 -l "$HB_LOOPS" >/dev/null 2>&1 || fail "$mode: hackbench failed"
+	cpu_busy_check 40 "$mode: hackbench"
 	assert_attached "$mode: after hackbench"
 	snap hackbench
 	case $mode in

@@ -1,7 +1,9 @@
 #!/bin/sh
-# The numa_levels map inside the running scheduler holds what `scx_nimble
-# topology` prints. Prints, per configuration, the map (bpftool JSON) and
-# the topology of each node's first CPU for tests/vm.rs.
+# The numa_levels map inside the running scheduler holds the kernel's
+# imb_numa_nr (mainline formula) or the override. Prints, per
+# configuration, the map (bpftool JSON), `scx_nimble topology` and the
+# kernel's own domains of each node's first CPU, for tests/vm.rs: it derives
+# the thresholds from the kernel's domains itself.
 . /tests/lib.sh
 
 run_config() { # FORMULA [OVERRIDE]
@@ -16,6 +18,7 @@ run_config() { # FORMULA [OVERRIDE]
 		node=${n##*node}
 		cpu=$(cut -d, -f1 "$n/cpulist" | cut -d- -f1)
 		echo "T $node $(scx_nimble topology --cpu "$cpu" --imb-formula "$f" --json)"
+		kernel_domains "$cpu"
 	done
 	stop_sched
 }

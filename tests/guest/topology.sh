@@ -18,10 +18,7 @@ done
 for n in /sys/devices/system/node/node[0-9]*; do snap "$n/cpulist" "$n/distance"; done
 
 for c in $(seq 0 $(($(nr_cpus) - 1))); do
-	awk -v c="cpu$c" '$1 == c { p = 1; next } /^cpu/ { p = 0 } p && /^domain/ { print "S", c, $1, $2, $3 }' /proc/schedstat
-	for d in /sys/kernel/debug/sched/domains/cpu$c/domain*; do
-		echo "K cpu$c $(basename "$d") $(cat "$d/name") $(cat "$d/flags")"
-	done
+	kernel_domains "$c"
 	for f in mainline v5.18 v4; do
 		live=$(scx_nimble topology --cpu "$c" --imb-formula $f --json) || fail "topology --cpu $c failed"
 		snapped=$(scx_nimble topology --sysfs-root $SNAP/sys --cpu "$c" --imb-formula $f --json) ||
