@@ -29,11 +29,16 @@ echo 1 >/sys/devices/system/cpu/cpu$B/online || fail "could not online CPU $B"
 wait_until 600 "not running on $N CPUs within 60 s of the online" running_on "$N"
 log "reloaded with CPUs $B and $A back online ($(grep -c 'scheduler attached' "$SCHED_ERR") attaches)"
 assert_attached "after hotplug"
-# From outside: the CPUs that came back run tasks again (N CPU hogs keep
-# every CPU busy unless the reloaded scheduler left a CPU out).
+# From outside: the CPUs that came back run tasks again (N CPU loops keep
+# every CPU busy unless the reloaded scheduler left a CPU out; stress-ng's
+# 60 s may be over by now).
+LOOPS=
+for i in $(seq "$N"); do spin; LOOPS="$LOOPS $SPAWNED"; done
+sleep 1
 cpu_busy_begin
 sleep 2
 cpu_busy_check 50 "after CPUs $B and $A came back"
+kill $LOOPS
 last=$(grep 'scheduler attached' "$SCHED_ERR" | tail -n 1)
 case $last in *"numa_rule=v3 swq=sis-fail"*) ;; *) fail "tune lost over the reloads: $last" ;; esac
 kill $STRESS 2>/dev/null
