@@ -14,6 +14,19 @@ stress-ng --cpu "$N" --timeout 60s >/dev/null 2>&1 &
 STRESS=$!
 sleep 2
 
+# busy_everywhere WHAT: N CPU loops keep every CPU at least 50 % busy (by
+# /proc/stat) unless the reloaded scheduler left a CPU out (our own loops:
+# stress-ng's 60 s may be over by then).
+busy_everywhere() {
+	LOOPS=
+	for i in $(seq "$N"); do spin; LOOPS="$LOOPS $SPAWNED"; done
+	sleep 1
+	cpu_busy_begin
+	sleep 2
+	cpu_busy_check 50 "$1"
+	kill $LOOPS
+}
+
 # running_on K: the latest (re)load saw K CPUs and the scheduler is attached.
 running_on() {
 	last=$(grep 'scx_nimble .*: [0-9]* CPUs' "$SCHED_ERR" | tail -n 1)
@@ -29,16 +42,8 @@ echo 1 >/sys/devices/system/cpu/cpu$B/online || fail "could not online CPU $B"
 wait_until 600 "not running on $N CPUs within 60 s of the online" running_on "$N"
 log "reloaded with CPUs $B and $A back online ($(grep -c 'scheduler attached' "$SCHED_ERR") attaches)"
 assert_attached "after hotplug"
-# From outside: the CPUs that came back run tasks again (N CPU loops keep
-# every CPU busy unless the reloaded scheduler left a CPU out; stress-ng's
-# 60 s may be over by now).
-LOOPS=
-for i in $(seq "$N"); do spin; LOOPS="$LOOPS $SPAWNED"; done
-sleep 1
-cpu_busy_begin
-sleep 2
-cpu_busy_check 50 "after CPUs $B and $A came back"
-kill $LOOPS
+# From outside: the CPUs that came back run tasks again.
+busy_everywhere "after CPUs $B and $A came back"
 last=$(grep 'scheduler attached' "$SCHED_ERR" | tail -n 1)
 case $last in *"numa_rule=v3 swq=sis-fail"*) ;; *) fail "tune lost over the reloads: $last" ;; esac
 kill $STRESS 2>/dev/null
@@ -55,12 +60,6 @@ sleep 1
 echo 1 >/sys/devices/system/cpu/cpu$A/online || fail "could not online CPU $A"
 wait_until 600 "not running on $N CPUs after CPU $A came online during the load" running_on "$N"
 log "CPU $A onlined during the load: $(grep -c 'scheduler attached' "$SCHED_ERR") attach(es), running on $N CPUs"
-LOOPS=
-for i in $(seq "$N"); do spin; LOOPS="$LOOPS $SPAWNED"; done
-sleep 1
-cpu_busy_begin
-sleep 2
-cpu_busy_check 50 "with CPU $A onlined during the load"
-kill $LOOPS
+busy_everywhere "with CPU $A onlined during the load"
 stop_and_check
 pass "restarted on two CPUs going offline and online, and on a CPU onlined during the load"
