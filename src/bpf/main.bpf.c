@@ -97,7 +97,7 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 {
 	bool prev_runnable = prev && (prev->scx.flags & SCX_TASK_QUEUED);
 
-	if (test_stall_after_ns && bpf_ktime_get_ns() - loaded_at_ns > test_stall_after_ns)
+	if (test_fault_due(test_stall_after_ns))
 		return;
 	if (consume_llcs(cpu, !prev_runnable))
 		return;
@@ -126,7 +126,7 @@ void BPF_STRUCT_OPS(nimble_tick, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 
-	if (test_error_after_ns && bpf_ktime_get_ns() - loaded_at_ns > test_error_after_ns)
+	if (test_fault_due(test_error_after_ns))
 		scx_bpf_error("test error injected by --test-error-after-ms");
 	swq_kick_waiters(cpu);
 	if (nr_nodes < 2)

@@ -98,6 +98,12 @@ const volatile u64 test_error_after_ns;
 const volatile u64 test_stall_after_ns;
 u64 loaded_at_ns;
 
+/* A test fault set to @after_ns (0: none) is due: that long since ops.init. */
+static __always_inline bool test_fault_due(u64 after_ns)
+{
+	return after_ns && bpf_ktime_get_ns() - loaded_at_ns > after_ns;
+}
+
 /*
  * Topology, computed in Rust (src/topology/) and pushed here. LLC ids are
  * dense 0..nr_llcs and double as the ids of the LLC DSQs.

@@ -22,9 +22,8 @@ sleep 2
 # here is well under a second (about 6 runnable tasks per CPU, 5 ms
 # slices, TCG's slowness included); a task stranded in a queue waits until
 # the watchdog ejects the scheduler, 30 s.
-CPUW=$(named_children $STRESS stress-ng-cpu)
-[ -n "$CPUW" ] || fail "no stress-ng-cpu workers under $STRESS: $(children $STRESS)"
-stall_watch $((SECS - 3)) $CPUW
+cpu_workers $STRESS
+stall_watch $((SECS - 3)) $WORKERS
 cpu_busy_begin
 runs=0
 while kill -0 $STRESS 2>/dev/null; do

@@ -342,7 +342,7 @@ stall_check() {
 	wait "$STALL_WATCHER"
 	n=$(grep -c '^STALL' /tmp/stall.out)
 	[ "$n" -gt 0 ] || fail "$2: the stall watcher printed nothing: $(head -c 300 /tmp/stall.out)"
-	worst=$(awk '$1 == "STALL" && $3 > w { w = $3; p = $2 } END { printf "%.2f s (pid %s)", w, p }' /tmp/stall.out)
+	worst=$(awk 'BEGIN { w = -1 } $1 == "STALL" && $3 > w { w = $3; p = $2 } END { printf "%.2f s (pid %s)", w, p }' /tmp/stall.out)
 	log "$2: $n tasks watched, longest runnable wait $worst"
 	bad=$(awk -v max="$1" '$1 == "STALL" && ($3 >= max || ($4 == 0 && $5 == "alive")) {
 		printf "pid %s waited %s s, ran %s ms; ", $2, $3, $4 }' /tmp/stall.out)
@@ -359,10 +359,21 @@ kernel_domains() {
 	done
 }
 
-# named_children PID NAME: PID's children whose command is NAME (e.g. the
-# stress-ng-cpu workers of a stress-ng run).
+# named_children PID NAME: PID's children whose command is NAME.
 named_children() {
 	for c in $(children "$1"); do
 		[ "$(cat "/proc/$c/comm" 2>/dev/null)" = "$2" ] && echo "$c"
 	done
+}
+
+# cpu_workers PID: sets WORKERS to the stress-ng-cpu workers of the
+# stress-ng run PID, once it has forked them (polled for up to 5 s; the test
+# fails without any).
+cpu_workers() {
+	for i in $(seq 50); do
+		WORKERS=$(named_children "$1" stress-ng-cpu)
+		[ -n "$WORKERS" ] && return
+		sleep 0.1
+	done
+	fail "no stress-ng-cpu workers under $1 after 5 s: $(children "$1")"
 }

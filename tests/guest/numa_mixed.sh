@@ -25,7 +25,8 @@ done
 # pairs), and no CPU worker or pair task waits 5 s for a CPU (fair: a
 # fraction of a second; stranded: until the 30 s watchdog).
 sleep 1
-WATCH=$(named_children $STRESS stress-ng-cpu)
+cpu_workers $STRESS
+WATCH=$WORKERS
 for p in $PAIRS; do WATCH="$WATCH $p $(children $p)"; done
 stall_watch $((5 * SECS)) $WATCH
 cpu_busy_begin

@@ -30,7 +30,8 @@ renice -n -20 -p $$ >/dev/null || fail "renice of the driving shell failed"
 LOOPS=
 for i in 1 2 3 4; do spin nice -n 20; LOOPS="$LOOPS $SPAWNED"; done
 sleep 2
-WATCH="$LOOPS $(named_children $STRESS stress-ng-cpu)"
+cpu_workers $STRESS
+WATCH="$LOOPS $WORKERS"
 stall_watch "$SOAK_S" $WATCH
 
 rules="mainline v3 v4 off tip"

@@ -17,13 +17,8 @@ BENCH=$!
 wait_until 100 "no stats socket at $SOCK" test -S $SOCK
 # From outside, while the stats are read: every CPU worker keeps running
 # (at 60 % load with hackbench on top a fair wait is a slice or two).
-for i in $(seq 50); do
-	CPUW=$(named_children $LOAD stress-ng-cpu)
-	[ -n "$CPUW" ] && break
-	sleep 0.1
-done
-[ -n "$CPUW" ] || fail "no stress-ng-cpu workers under $LOAD after 5 s"
-stall_watch 15 $CPUW
+cpu_workers $LOAD
+stall_watch 15 $WORKERS
 
 # Root only: no bits for group or others, and an unprivileged user is refused.
 mode=$(stat -c %a $SOCK)
