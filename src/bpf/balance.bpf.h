@@ -1,17 +1,26 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Weight-aware balancing between the LLCs of a node. Each LLC DSQ shares
- * its CPUs by weight, but only among its own tasks: with sixteen nice-0 and
- * eight nice-10 loops spread unevenly, a crowded LLC's nice-0 loops got
- * less CPU than nice-10 loops alone in another (README, Known limits).
+ * Weight-aware balancing between LLCs. Each LLC DSQ shares its CPUs by
+ * weight, but only among its own tasks: a task gets w / (load per CPU) of
+ * a CPU, so weights hold across LLCs only while every LLC carries the same
+ * load per CPU. The load balanced is that of CPU-bound tasks
+ * (llc_ctx.hog_load, see rq_hog_update()): the only ones it moves, and the
+ * ones whose load lasts.
  *
  * A task whose slice ended (wakeups are placed by select_cpu) moves to the
- * sibling LLC with the lowest load per CPU if its own LLC would still be at
- * least as loaded per CPU after the move. A move never overshoots, so two
- * LLCs never hand the same task back and forth. Load is the summed weight
- * of runnable tasks (llc_ctx.load), not their count, so a nice-19 loop
- * alone in an LLC draws nice-0 loops to it. Crossing nodes stays the NUMA
- * gate's decision while the destination has idle CPUs (see balance_llc).
+ * least loaded LLC if that shrinks the gap in load per CPU: the move may
+ * overshoot by at most half the gap, so every move makes the loads strictly
+ * more even and a task is never handed back and forth.
+ *
+ * That rule alone gets stuck: three nice-0 loops on one LLC of two CPUs,
+ * one nice-0 and four nice-6 on the other (1536 vs 1056 per CPU) cannot
+ * move a nice-0 loop (512 per CPU, over 3/4 of the gap) and the nice-6
+ * loops are on the lighter side: nice 0 got 2.9x nice 6's CPU, not 3.8x.
+ * The kernel's balancer escapes by counting a task's load smaller after
+ * failed attempts (detach_tasks, nr_balance_failed); here, once loads have
+ * stayed uneven for BAL_STUCK_NS, one move may overshoot to 5/4 of the
+ * gap: the heavy loop moves, then the light ones follow it back to even
+ * loads. A task moved lately (BAL_COOL_NS) is left alone.
  */
 #ifndef __NIMBLE_BALANCE_BPF_H
 #define __NIMBLE_BALANCE_BPF_H
@@ -22,20 +31,44 @@
 #include "numa.bpf.h"
 
 /*
+ * How long loads stay uneven, with no move that narrows the gap, before
+ * one move may widen it a little: about the kernel's balance interval
+ * between LLCs times its busy factor. Shorter: heavy tasks swing between
+ * LLCs; longer: weights off for longer after a change.
+ */
+#define BAL_STUCK_NS	(100ULL * 1000 * 1000)
+/* A task that moved stays put this long (the kernel: cache-hot tasks). */
+#define BAL_COOL_NS	(50ULL * 1000 * 1000)
+
+/*
+ * Moving @w from an LLC with load @A on @nA CPUs to one with @B on @nB
+ * leaves a gap in load per CPU D' = (B + w)/nB - (A - w)/nA of at most
+ * @p/@q of today's D = A/nA - B/nB (p/q = 1/2: the gap shrinks and
+ * overshoots by at most half; 5/4: the escape). In integers:
+ * (q + p) nA B + q w (nA + nB) <= (q + p) A nB.
+ */
+static __always_inline bool bal_fits(s64 A, s64 nA, s64 B, s64 nB, s64 w, s64 p, s64 q)
+{
+	return (q + p) * nA * B + q * w * (nA + nB) <= (q + p) * A * nB;
+}
+
+/*
  * The LLC @p, whose slice ended on @own, should queue on. The node's LLCs
  * first; then, if both nodes are busy (more tasks than CPUs), LLCs of other
- * nodes nearest first with a 25 % margin, since crossing costs memory
- * locality: the kernel's balancer also moves load, by weight, between
- * overloaded nodes, while the NUMA gate's allowance (imb_numa_nr, counted in
- * tasks) governs a node with idle CPUs.
+ * nodes nearest first, their load counted 25 % higher since crossing costs
+ * memory locality: the kernel's balancer also moves load, by weight,
+ * between overloaded nodes, while the NUMA gate's allowance (imb_numa_nr,
+ * counted in tasks) governs a node with idle CPUs.
  */
 static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *tctx,
-				       u32 own)
+				       u32 own, bool commit)
 {
-	s64 w = tctx->rq_weight, best_load, best_n, load, n;
+	s64 w = tctx->hog_w, A, nA, best_B = 0, best_n = 1, load, n;
 	u32 i, l, node, lnode, best = own;
+	struct llc_ctx *oc;
 	const struct cpumask *m;
 	bool remote;
+	u64 now;
 
 	/* CPU-bound tasks only: short sleepers' load comes and goes. */
 	if (p->scx.slice || tctx->full_slices < HOG_SLICES)
@@ -43,10 +76,18 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 	if (nr_llcs < 2 || p->nr_cpus_allowed == 1 || !w ||
 	    tctx->rq_node < 0 || tctx->rq_llc != own || own >= MAX_LLCS)
 		return own;
-	/* To beat: the own LLC's load per CPU once @p has left it. */
-	best_load = llc_ctx(own)->load - w;
-	best_n = llc_nr_cpus[own & (MAX_LLCS - 1)];
+	oc = llc_ctx(own);
+	A = oc->hog_load;
+	nA = llc_nr_cpus[own & (MAX_LLCS - 1)];
+	/*
+	 * Leaving would idle one of the LLC's CPUs, which would then steal a
+	 * task back by count, whatever its weight: the two moves undid each
+	 * other (2000 moves in 12 s, 16 loops on l2).
+	 */
+	if (oc->nr_running <= nA)
+		return own;
 	node = node_of_llc(own);
+	/* The least loaded LLC per CPU that @p may run on. */
 	bpf_for(i, 1, nr_llcs) {
 		l = steal_victim(own, i);
 		lnode = node_of_llc(l);
@@ -54,18 +95,40 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 		if (remote && (best != own || !node_busy(node) || !node_busy(lnode)))
 			break;	/* steal order: the node's LLCs come first */
 		n = llc_nr_cpus[l & (MAX_LLCS - 1)];
-		load = llc_ctx(l)->load + w;
-		if (load * best_n * (remote ? 5 : 4) > best_load * n * 4)
+		load = llc_ctx(l)->hog_load;
+		if (remote)
+			load += load / 4;
+		if (!n || (best != own && load * best_n >= best_B * n))
 			continue;
 		m = llc_mask(l);
 		if (!m || !bpf_cpumask_intersects(m, p->cpus_ptr))
 			continue;
 		best = l;
-		best_load = load;
+		best_B = load;
 		best_n = n;
 	}
-	if (best == own)
+	/* Even within 1/16 (or nowhere to go): nothing to escape from. */
+	now = now_ns();
+	if (best == own || !nA || best_B * nA * 16 >= A * best_n * 15) {
+		if (oc->stuck_since)
+			WRITE_ONCE(oc->stuck_since, 0);
 		return own;
+	}
+	if (tctx->bal_at && now - tctx->bal_at < BAL_COOL_NS)
+		return own;
+	if (!bal_fits(A, nA, best_B, best_n, w, 1, 2)) {
+		if (!oc->stuck_since) {
+			WRITE_ONCE(oc->stuck_since, now);
+			return own;
+		}
+		if (now - oc->stuck_since < BAL_STUCK_NS ||
+		    !bal_fits(A, nA, best_B, best_n, w, 5, 4))
+			return own;
+	}
+	if (!commit)
+		return best;	/* dispatch asking (keep_first): enqueue moves it */
+	WRITE_ONCE(oc->stuck_since, 0);
+	tctx->bal_at = now;
 	/* Count it there now, so the next task to leave sees the move. */
 	rq_move(tctx, best);
 	stat_inc(STAT_BALANCE);

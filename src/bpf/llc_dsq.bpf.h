@@ -96,7 +96,7 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 	}
 	llc = llc_of(cpu);
 	if (!(enq_flags & SCX_ENQ_WAKEUP))
-		llc = balance_llc(p, tctx, llc);
+		llc = balance_llc(p, tctx, llc, true);
 	dl = task_deadline(p, tctx);
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
 	tctx->queued_at = now_ns();

@@ -96,9 +96,16 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 {
 	bool prev_runnable = prev && (prev->scx.flags & SCX_TASK_QUEUED);
+	struct task_ctx *ptctx = prev_runnable ? lookup_task_ctx(prev) : NULL;
 
 	if (test_fault_due(test_stall_after_ns))
 		return;
+	if (ptctx && keep_first(cpu, prev, ptctx)) {
+		ptctx->full_slices++;
+		scx_bpf_task_set_slice(prev, slice_ns);
+		stat_inc(STAT_KEEP_RUNNING);
+		return;
+	}
 	if (consume_llcs(cpu, !prev_runnable))
 		return;
 
@@ -108,12 +115,10 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 	 * it to another node; then its slice ends and enqueue decides.
 	 */
 	if (prev_runnable) {
-		struct task_ctx *tctx = lookup_task_ctx(prev);
-
-		if (tctx && push_candidate(prev, tctx))
+		if (ptctx && push_candidate(prev, ptctx))
 			return;
-		if (tctx && tctx->full_slices < HOG_SLICES)
-			tctx->full_slices++;
+		if (ptctx && ptctx->full_slices < HOG_SLICES)
+			ptctx->full_slices++;
 		scx_bpf_task_set_slice(prev, slice_ns);
 		stat_inc(STAT_KEEP_RUNNING);
 		return;
@@ -129,6 +134,8 @@ void BPF_STRUCT_OPS(nimble_tick, struct task_struct *p)
 	if (test_fault_due(test_error_after_ns))
 		scx_bpf_error("test error injected by --test-error-after-ms");
 	swq_kick_waiters(cpu);
+	if (valid_cpu(cpu))
+		llc_load_tick(cpu);
 	if (nr_nodes < 2)
 		return;
 	node_tick(cpu);
@@ -179,6 +186,7 @@ void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 	if (!tctx || !tctx->run_start || !valid_cpu(cpu))
 		return;
 	deadline_charge(p, tctx, cpu, now_ns());
+	rq_hog_update(tctx);
 }
 
 s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,

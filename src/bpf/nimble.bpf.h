@@ -244,7 +244,11 @@ struct llc_ctx {
 	s64 load;		/* summed weights of its runnable tasks (100 = nice 0) */
 	s64 nr_running;		/* and their number (statistics; the NUMA rule counts nodes) */
 	s64 cpuq_nr;		/* tasks waiting in its CPUs' own queues (cpu_dsq.bpf.h) */
-	u64 pad[5];
+	u64 stuck_since;	/* uneven with no move since (balance.bpf.h), 0: not */
+	s64 hog_load;		/* the part of load that CPU-bound tasks carry */
+	s64 load_avg;		/* load averaged over time (vtime.bpf.h) */
+	u64 avg_at;		/* when load_avg was last updated */
+	u64 pad[1];
 };
 struct llc_ctx llcs[MAX_LLCS];
 
@@ -282,9 +286,11 @@ struct task_ctx {
 	s32 last_node;		/* node it last ran on */
 	u64 node_since;		/* when it arrived on last_node */
 	u64 queued_at;		/* when it was last queued (LLC DSQ or swq) */
+	u64 bal_at;		/* when balance_llc last moved it */
 	u32 full_slices;	/* slices used up in a row without sleeping */
 	u32 push_votes;		/* of those, ending with the NUMA rule saying go */
 	u32 rq_weight;		/* weight counted in llcs[rq_llc].load */
+	u32 hog_w;		/* and in its hog_load (CPU-bound), 0: not */
 	u64 deadline;		/* its last deadline (vtime.bpf.h), real time */
 	u64 vstart;		/* when it was last eligible to start */
 	u64 vfin;		/* its finish time: CPU time used, stretched */

@@ -51,6 +51,12 @@ static __always_inline void llc_running_add(s32 llc, s64 delta, s64 weight)
 	__sync_fetch_and_add(&l->load, delta * weight);
 }
 
+static __always_inline void hog_load_add(s32 llc, s64 weight)
+{
+	if (llc >= 0 && llc < MAX_LLCS)
+		__sync_fetch_and_add(&llc_ctx(llc)->hog_load, weight);
+}
+
 /* As many runnable tasks on @node as it has CPUs: none of them idle. */
 static __always_inline bool node_busy(u32 node)
 {
@@ -147,6 +153,10 @@ static __always_inline void rq_move(struct task_ctx *tctx, u32 llc)
 		return;
 	llc_running_add(tctx->rq_llc, -1, tctx->rq_weight);
 	llc_running_add(llc, 1, tctx->rq_weight);
+	if (tctx->hog_w) {
+		hog_load_add(tctx->rq_llc, -(s64)tctx->hog_w);
+		hog_load_add(llc, tctx->hog_w);
+	}
 	tctx->rq_llc = llc;
 	node = node_of_llc(llc);
 	if (node == tctx->rq_node)
@@ -164,6 +174,23 @@ static __always_inline void node_moved(struct task_ctx *tctx, s32 cpu)
 		rq_move(tctx, llc_of(cpu));
 }
 
+/*
+ * Once a slice (ops.stopping): count the task in its LLC's hog_load while
+ * it is CPU-bound. The balance between LLCs evens that load only: a short
+ * sleeper's weight (a nice -20 shell running sed) is in llc.load for a few
+ * ms, and balancing on it moved loops away and back (135 moves a second
+ * with 16 loops on l2). The kernel's PELT averages keep such tasks small.
+ */
+static __always_inline void rq_hog_update(struct task_ctx *tctx)
+{
+	u32 want = tctx->full_slices >= HOG_SLICES ? tctx->rq_weight : 0;
+
+	if (tctx->rq_node < 0 || want == tctx->hog_w)
+		return;
+	hog_load_add(tctx->rq_llc, (s64)want - (s64)tctx->hog_w);
+	tctx->hog_w = want;
+}
+
 /* The task stopped being runnable (slept, exited, left the scheduler). */
 static __always_inline void node_quiescent(struct task_ctx *tctx)
 {
@@ -171,6 +198,9 @@ static __always_inline void node_quiescent(struct task_ctx *tctx)
 		return;
 	node_running_add(tctx->rq_node, -1);
 	llc_running_add(tctx->rq_llc, -1, tctx->rq_weight);
+	if (tctx->hog_w)
+		hog_load_add(tctx->rq_llc, -(s64)tctx->hog_w);
+	tctx->hog_w = 0;
 	tctx->rq_node = -1;
 }
 

@@ -81,14 +81,44 @@ static __always_inline u64 request_span(const struct task_struct *p, const struc
 }
 
 /*
+ * The load the clock stretches by: llc.load averaged over LOAD_AVG_NS,
+ * sampled from ops.tick. The load at the moment a slice ends is not what
+ * the slice shared the LLC with: a nice -20 shell running for a ms is 87
+ * nice-0 loops then, and loops whose slices ended meanwhile were charged
+ * as if they had run among them; their finish times hit the max_wait_ns
+ * cap, deadlines stopped ordering, and nice 0 got 1.2x nice 6's CPU in the
+ * LLC where scx_nimble itself (nice -20 in the tests) ran, 4x in the
+ * other. Averaged, a short sleeper weighs what it uses, as in the
+ * kernel's PELT (32 ms half-life).
+ */
+#define LOAD_AVG_NS	(32ULL * 1000 * 1000)
+
+static __always_inline void llc_load_tick(s32 cpu)
+{
+	struct llc_ctx *l = llc_ctx(llc_of(cpu));
+	u64 now = now_ns(), dt = now - l->avg_at;
+	s64 cur = l->load, avg = l->load_avg;
+
+	/* The LLC's CPUs all tick: one update a ms is enough. */
+	if (dt < 1000 * 1000)
+		return;
+	l->avg_at = now;
+	if (dt >= LOAD_AVG_NS)
+		avg = cur;	/* idle (no ticks) or new: start over */
+	else
+		avg += (cur - avg) * (s64)dt / (s64)LOAD_AVG_NS;
+	l->load_avg = avg;	/* racy between the LLC's CPUs: a lost update is harmless */
+}
+
+/*
  * @p's share of @llc as a stretch factor: @ns of its CPU time stands for
- * ns * load / (weight * CPUs) of real time. Fewer tasks than CPUs: each may
- * have a whole CPU.
+ * ns * load / (weight * CPUs) of real time, load averaged as above. Fewer
+ * tasks than CPUs: each may have a whole CPU.
  */
 static __always_inline u64 stretch(const struct task_struct *p, u32 llc, u64 ns)
 {
 	u64 n = llc_nr_cpus[llc & (MAX_LLCS - 1)];
-	s64 load = llc_ctx(llc)->load;
+	s64 load = llc_ctx(llc)->load_avg;
 
 	if (!n)
 		n = 1;
@@ -118,6 +148,27 @@ static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx 
 		dl = now + max_wait_ns;
 	tctx->vstart = start;
 	tctx->deadline = dl;
+	return dl;
+}
+
+/*
+ * The deadline the running CPU-bound @p would queue with if its slice ended
+ * @now: deadline_charge() then task_deadline(), computed without writing.
+ * Dispatch compares it with the heads of the queues (keep_first()).
+ */
+static __always_inline u64 deadline_if_requeued(struct task_struct *p, struct task_ctx *tctx,
+					       s32 cpu, u64 now)
+{
+	u64 fin = tctx->vfin, start = now, dl;
+
+	if (time_before(fin, tctx->vstart))
+		fin = tctx->vstart;
+	fin += stretch(p, llc_of(cpu), now - tctx->run_start);
+	if (time_after(fin, now))
+		start = fin;
+	dl = start + request_span(p, tctx);
+	if (time_after(dl, now + max_wait_ns))
+		dl = now + max_wait_ns;
 	return dl;
 }
 
