@@ -93,6 +93,15 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 	enqueue_llc(p, enq_flags, tctx);
 }
 
+/* @prev, whose slice ended, runs another one (one more full slice). */
+static __always_inline void run_on(struct task_struct *prev, struct task_ctx *tctx)
+{
+	if (tctx && tctx->full_slices < HOG_SLICES)
+		tctx->full_slices++;
+	scx_bpf_task_set_slice(prev, slice_ns);
+	stat_inc(STAT_KEEP_RUNNING);
+}
+
 void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 {
 	bool prev_runnable = prev && (prev->scx.flags & SCX_TASK_QUEUED);
@@ -101,9 +110,7 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 	if (test_fault_due(test_stall_after_ns))
 		return;
 	if (ptctx && keep_first(cpu, prev, ptctx)) {
-		ptctx->full_slices++;
-		scx_bpf_task_set_slice(prev, slice_ns);
-		stat_inc(STAT_KEEP_RUNNING);
+		run_on(prev, ptctx);
 		return;
 	}
 	if (consume_llcs(cpu, !prev_runnable))
@@ -117,10 +124,7 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 	if (prev_runnable) {
 		if (ptctx && push_candidate(prev, ptctx))
 			return;
-		if (ptctx && ptctx->full_slices < HOG_SLICES)
-			ptctx->full_slices++;
-		scx_bpf_task_set_slice(prev, slice_ns);
-		stat_inc(STAT_KEEP_RUNNING);
+		run_on(prev, ptctx);
 		return;
 	}
 	stat_inc(STAT_GO_IDLE);

@@ -127,6 +127,15 @@ static __always_inline u64 stretch(const struct task_struct *p, u32 llc, u64 ns)
 	return ns * load / (task_weight(p) * n);
 }
 
+/* One request (at its weight) past @start, no further than max_wait_ns past @now. */
+static __always_inline u64 deadline_from(struct task_struct *p, struct task_ctx *tctx,
+					 u64 start, u64 now)
+{
+	u64 dl = start + request_span(p, tctx);
+
+	return time_after(dl, now + max_wait_ns) ? now + max_wait_ns : dl;
+}
+
 /*
  * The key to queue @p with on its LLC's DSQ: a CPU-bound task may start at
  * its finish time (the CPU time it used, stretched) or now, whichever is
@@ -143,12 +152,26 @@ static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx 
 		start = tctx->vfin;
 	else if (tctx->vfin && now - tctx->vfin > slice_ns)
 		stat_inc(STAT_LAG_CLAMP);	/* came back long after: no credit */
-	dl = start + request_span(p, tctx);
-	if (time_after(dl, now + max_wait_ns))
-		dl = now + max_wait_ns;
+	dl = deadline_from(p, tctx, start, now);
 	tctx->vstart = start;
 	tctx->deadline = dl;
 	return dl;
+}
+
+/*
+ * @p's finish time if it stopped on @cpu @now: moved by the time it ran
+ * since run_start, stretched by its share of the LLC (charged for what it
+ * used, not what it asked), at most max_wait_ns ahead of now.
+ */
+static __always_inline u64 finish_after(struct task_struct *p, struct task_ctx *tctx,
+					s32 cpu, u64 now)
+{
+	u64 fin = tctx->vfin;
+
+	if (time_before(fin, tctx->vstart))
+		fin = tctx->vstart;
+	fin += stretch(p, llc_of(cpu), now - tctx->run_start);
+	return time_after(fin, now + max_wait_ns) ? now + max_wait_ns : fin;
 }
 
 /*
@@ -159,17 +182,9 @@ static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx 
 static __always_inline u64 deadline_if_requeued(struct task_struct *p, struct task_ctx *tctx,
 					       s32 cpu, u64 now)
 {
-	u64 fin = tctx->vfin, start = now, dl;
+	u64 fin = finish_after(p, tctx, cpu, now);
 
-	if (time_before(fin, tctx->vstart))
-		fin = tctx->vstart;
-	fin += stretch(p, llc_of(cpu), now - tctx->run_start);
-	if (time_after(fin, now))
-		start = fin;
-	dl = start + request_span(p, tctx);
-	if (time_after(dl, now + max_wait_ns))
-		dl = now + max_wait_ns;
-	return dl;
+	return deadline_from(p, tctx, time_after(fin, now) ? fin : now, now);
 }
 
 /* @p starts on @cpu: record its deadline for wakeup preemption. */
@@ -179,25 +194,14 @@ static __always_inline void deadline_running(struct task_ctx *tctx, s32 cpu)
 		cpu_cur[cpu & (MAX_CPUS - 1)].deadline = tctx->deadline;
 }
 
-/*
- * @p stopped on @cpu at @now: its finish time moves by the time it ran, stretched by
- * its share of the LLC (charged for what it used, not what it asked), at
- * most max_wait_ns ahead of now.
- */
+/* @p stopped on @cpu at @now: its finish time moves (finish_after()). */
 static __always_inline void deadline_charge(struct task_struct *p, struct task_ctx *tctx,
 					    s32 cpu, u64 now)
 {
-	u64 ran = now - tctx->run_start, fin = tctx->vfin;
-
 	if (preempt_gap_ns != (u64)-1)
 		cpu_cur[cpu & (MAX_CPUS - 1)].deadline = 0;
-	tctx->exec += ran;
-	if (time_before(fin, tctx->vstart))
-		fin = tctx->vstart;
-	fin += stretch(p, llc_of(cpu), ran);
-	if (time_after(fin, now + max_wait_ns))
-		fin = now + max_wait_ns;
-	tctx->vfin = fin;
+	tctx->vfin = finish_after(p, tctx, cpu, now);
+	tctx->exec += now - tctx->run_start;
 }
 
 /* The task woke: fold what it ran since the last wakeup into its burst. */
