@@ -11,7 +11,7 @@ use crate::topology::domains::{wakes_affine_across, RECLAIM_DISTANCE};
 use crate::topology::sysfs::SysTopo;
 use crate::topology::{self, thresholds, Layout};
 use anyhow::{bail, Context, Result};
-use crossbeam::channel::RecvTimeoutError;
+use crossbeam::channel::TryRecvError;
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{debug, info, warn};
 use scx_stats::prelude::StatsServer;
@@ -24,6 +24,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 const MAX_NUMA_LEVELS: usize = nimble_limits_MAX_NUMA_LEVELS as usize;
+/// The main loop's period: how late it may see an exit, a `tune` or a stats
+/// request (--stats/--monitor answers are a second apart) against how often
+/// it wakes on a loaded machine (each wake waits for a CPU).
+const POLL: Duration = Duration::from_millis(50);
 
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
@@ -358,13 +362,21 @@ impl<'a> Scheduler<'a> {
     pub fn run(&mut self, shutdown: &AtomicBool) -> Result<UserExitInfo> {
         let (res_ch, req_ch) = self.stats_server.channels();
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
-            // Wake at least every 100 ms for the exit and tune checks. --stats
-            // is a client of this server, like --monitor (main.rs).
-            match req_ch.recv_timeout(Duration::from_millis(100)) {
-                Ok(()) => res_ch.send(self.metrics()?)?,
-                Err(RecvTimeoutError::Timeout) => {}
+            // --stats is a client of this server, like --monitor (main.rs).
+            // Poll and sleep rather than block in recv_timeout: crossbeam
+            // spins and calls sched_yield about eight times before it parks,
+            // and under load each yield queues this thread behind a full
+            // slice, so it sat runnable ~70 % of the time and its weight
+            // counted in its LLC's load (docs/known-limits.md).
+            match req_ch.try_recv() {
+                Ok(()) => {
+                    res_ch.send(self.metrics()?)?;
+                    continue;
+                }
+                Err(TryRecvError::Empty) => {}
                 Err(e) => Err(e).context("stats server channel")?,
             }
+            std::thread::sleep(POLL);
             self.watch_ctl()?;
         }
 

@@ -87,7 +87,14 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 	if (oc->nr_running <= nA)
 		return own;
 	node = node_of_llc(own);
-	/* The least loaded LLC per CPU that @p may run on. */
+	/*
+	 * The least loaded LLC per CPU that @p may run on, lighter than its
+	 * own: a sibling as loaded as the own LLC used to end the search
+	 * before other nodes (16 loops in cgroups of 100 and 400 on n2l4:
+	 * 11 on node 0, 5 on node 1, weighing a quarter as much).
+	 */
+	best_B = A;
+	best_n = nA;
 	bpf_for(i, 1, nr_llcs) {
 		l = steal_victim(own, i);
 		lnode = node_of_llc(l);
@@ -98,7 +105,7 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 		load = llc_ctx(l)->hog_load;
 		if (remote)
 			load += load / 4;
-		if (!n || (best != own && load * best_n >= best_B * n))
+		if (!n || load * best_n >= best_B * n)
 			continue;
 		m = llc_mask(l);
 		if (!m || !bpf_cpumask_intersects(m, p->cpus_ptr))
