@@ -69,6 +69,7 @@ pub struct Ctl {
     pub numa_rule: NumaRule,
     pub swq_mode: SwqMode,
     pub swq_affinity: bool,
+    pub cgroup_weight: bool,
 }
 
 /// What `scx_nimble tune` may change; None leaves a control as it is.
@@ -77,6 +78,7 @@ pub struct Changes {
     pub numa_rule: Option<NumaRule>,
     pub swq_mode: Option<SwqMode>,
     pub swq_affinity: Option<OnOff>,
+    pub cgroup_weight: Option<OnOff>,
 }
 
 impl Ctl {
@@ -85,7 +87,7 @@ impl Ctl {
             numa_rule: self.numa_rule.bpf(),
             swq_mode: self.swq_mode.bpf(),
             swq_affinity: self.swq_affinity as u32,
-            pad: 0,
+            cgroup_weight: self.cgroup_weight as u32,
         }
     }
 
@@ -94,10 +96,15 @@ impl Ctl {
             .with_context(|| format!("unknown NUMA rule {} in the map", raw.numa_rule))?;
         let swq_mode = SwqMode::from_bpf(raw.swq_mode)
             .with_context(|| format!("unknown swq mode {} in the map", raw.swq_mode))?;
+        let switch = |what: &str, v: u32| match v {
+            0 | 1 => Ok(v == 1),
+            _ => bail!("{what} {v} in the map (0 or 1)"),
+        };
         Ok(Ctl {
             numa_rule,
             swq_mode,
-            swq_affinity: raw.swq_affinity != 0,
+            swq_affinity: switch("swq_affinity", raw.swq_affinity)?,
+            cgroup_weight: switch("cgroup_weight", raw.cgroup_weight)?,
         })
     }
 
@@ -111,17 +118,21 @@ impl Ctl {
         if let Some(a) = c.swq_affinity {
             self.swq_affinity = a == OnOff::On;
         }
+        if let Some(w) = c.cgroup_weight {
+            self.cgroup_weight = w == OnOff::On;
+        }
         self
     }
 
-    /// "numa_rule=mainline swq=off swq_affinity=off": the form logs and
+    /// "numa_rule=mainline swq=off swq_affinity=off cgroup_weight=on": the form logs and
     /// stats lines use.
     pub fn describe(&self) -> String {
         format!(
-            "numa_rule={} swq={} swq_affinity={}",
+            "numa_rule={} swq={} swq_affinity={} cgroup_weight={}",
             self.numa_rule.name(),
             self.swq_mode.name(),
-            if self.swq_affinity { "on" } else { "off" }
+            if self.swq_affinity { "on" } else { "off" },
+            if self.cgroup_weight { "on" } else { "off" }
         )
     }
 }
@@ -240,6 +251,7 @@ mod tests {
             numa_rule: NumaRule::Mainline,
             swq_mode: SwqMode::Off,
             swq_affinity: false,
+            cgroup_weight: true,
         };
         let c = ctl.apply(Changes {
             swq_mode: Some(SwqMode::SisFail),
@@ -248,7 +260,7 @@ mod tests {
         assert_eq!(c.numa_rule, NumaRule::Mainline);
         assert_eq!(
             c.describe(),
-            "numa_rule=mainline swq=sis-fail swq_affinity=off"
+            "numa_rule=mainline swq=sis-fail swq_affinity=off cgroup_weight=on"
         );
         let raw = c.to_raw();
         assert_eq!(Ctl::from_raw(&raw).unwrap(), c);
@@ -257,5 +269,24 @@ mod tests {
             ..Default::default()
         });
         assert!(c.swq_affinity);
+        let c = c.apply(Changes {
+            cgroup_weight: Some(OnOff::Off),
+            ..Default::default()
+        });
+        assert!(!c.cgroup_weight && c.swq_affinity);
+    }
+
+    #[test]
+    fn a_switch_that_is_neither_0_nor_1_is_refused() {
+        let mut raw = Ctl {
+            numa_rule: NumaRule::Mainline,
+            swq_mode: SwqMode::Off,
+            swq_affinity: false,
+            cgroup_weight: true,
+        }
+        .to_raw();
+        raw.cgroup_weight = 7;
+        let e = Ctl::from_raw(&raw).unwrap_err();
+        assert_eq!(e.to_string(), "cgroup_weight 7 in the map (0 or 1)");
     }
 }

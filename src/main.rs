@@ -79,6 +79,10 @@ struct TuneArgs {
     /// Turn the affinity-aware swq pull on or off.
     #[arg(long, value_enum)]
     swq_affinity: Option<OnOff>,
+    /// Turn cgroup cpu.weight on or off (off: every task weighs by its
+    /// nice alone, as under the other scx schedulers; for A/B runs).
+    #[arg(long, value_enum)]
+    cgroup_weight: Option<OnOff>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -112,6 +116,7 @@ fn main() {
             numa_rule: args.numa_rule,
             swq_mode: args.swq,
             swq_affinity: args.swq_affinity,
+            cgroup_weight: args.cgroup_weight,
         }),
         Some(Cmd::Tui(args)) => tui::run(&tui::TuiArgs {
             interval: std::time::Duration::from_secs_f64(args.interval),

@@ -86,6 +86,12 @@ pub struct Opts {
     #[arg(long)]
     pub swq_affinity: bool,
 
+    /// Ignore cgroup cpu.weight: every task weighs by its nice alone (the
+    /// default honours it, as the kernel does: a cgroup's share is divided
+    /// among its tasks). For A/B runs; `tune --cgroup-weight` switches it live.
+    #[arg(long)]
+    pub no_cgroup_weight: bool,
+
     /// Shards per LLC shared wakequeue (default: one per 6 CPUs). More
     /// shards contend less on large LLCs; fewer keep the order FIFO.
     #[arg(long, value_name = "N",

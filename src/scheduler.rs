@@ -1,7 +1,7 @@
 //! The loaded scheduler: fills the BPF tables from the topology, loads and
 //! attaches the struct_ops, reads counters, and detaches.
 
-use crate::bpf_intf::{nimble_limits_MAX_NUMA_LEVELS, numa_level};
+use crate::bpf_intf::{nimble_limits_MAX_NUMA_LEVELS, nimble_limits_WEIGHT_SHIFT, numa_level};
 use crate::bpf_skel::*;
 use crate::counters::{self, Counters, NR_WAIT_QUEUES};
 use crate::ctl::{self, Ctl};
@@ -16,6 +16,7 @@ use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{debug, info, warn};
 use scx_stats::prelude::StatsServer;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::mem::MaybeUninit;
@@ -41,6 +42,8 @@ pub struct Scheduler<'a> {
     attached_at: Instant,
     /// Serves the metrics on /var/run/scx/root/stats while attached.
     stats_server: StatsServer<(), Metrics>,
+    /// Names the cgroups BPF knows by id (stats only).
+    cg_names: RefCell<stats::cgroups::Names>,
 }
 
 /// The kernel's CPU hotplug sequence number (what scx_ops_open! reads too,
@@ -224,6 +227,7 @@ impl<'a> Scheduler<'a> {
             numa_rule: opts.numa_rule,
             swq_mode: opts.swq,
             swq_affinity: opts.swq_affinity,
+            cgroup_weight: !opts.no_cgroup_weight,
         });
         ctl::write(&skel.maps.nimble_ctl, ctl)?;
         let link = scx_ops_attach!(skel, nimble_ops)?;
@@ -248,6 +252,7 @@ impl<'a> Scheduler<'a> {
             },
             attached_at: Instant::now(),
             stats_server,
+            cg_names: RefCell::new(stats::cgroups::Names::new("/sys/fs/cgroup")),
         })
     }
 
@@ -258,7 +263,24 @@ impl<'a> Scheduler<'a> {
             .map(|s| stats::cpu_ticks(&s))
             .unwrap_or_else(|_| BTreeMap::new());
         let up = self.attached_at.elapsed().as_secs_f64();
-        Ok(Metrics::new(&self.setup, &self.ctl, &c, &ticks, up))
+        let mut m = Metrics::new(&self.setup, &self.ctl, &c, &ticks, up);
+        // The cgroup slots, read through the .bss mmap (no syscalls).
+        let bss = self.skel.maps.bss_data.as_ref().unwrap();
+        let slots: Vec<_> = bss
+            .cgs
+            .iter()
+            .map(|c| stats::cgroups::Slot {
+                used: c.used != 0,
+                cgid: c.cgid,
+                parent: c.parent,
+                weight: c.weight >> nimble_limits_WEIGHT_SHIFT,
+                lent: c.lent,
+                total: c.total,
+            })
+            .collect();
+        m.nr_cgroups = slots.iter().filter(|s| s.used).count() as u64;
+        m.cgroups = stats::cgroups::collect(&slots, &mut self.cg_names.borrow_mut());
+        Ok(m)
     }
 
     pub fn counters(&self) -> Result<Counters> {

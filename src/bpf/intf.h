@@ -17,6 +17,10 @@ enum nimble_limits {
 	MAX_SWQ_SHARDS	= 16,
 	/* Buckets of a queue-wait histogram (see wait_hist_bucket). */
 	WAIT_HIST_BUCKETS = 128,
+	/* Non-root cgroups with cpu.weight state (cgroup.bpf.h); more count as the root. */
+	MAX_CGROUPS	= 1024,
+	/* Task and cgroup weights are cpu.weight units << WEIGHT_SHIFT (precision). */
+	WEIGHT_SHIFT	= 6,
 };
 
 /*
@@ -142,7 +146,7 @@ struct nimble_ctl {
 	unsigned int numa_rule;		/* enum numa_rule */
 	unsigned int swq_mode;		/* enum swq_mode */
 	unsigned int swq_affinity;	/* 1: pullers scan past tasks they may not run */
-	unsigned int pad;
+	unsigned int cgroup_weight;	/* 1: cgroup cpu.weight scales task weights */
 };
 
 /*

@@ -27,6 +27,7 @@
 #include "llc_dsq.bpf.h"
 #include "swq.bpf.h"
 #include "dispatch.bpf.h"
+#include "cgroup.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -167,6 +168,8 @@ void BPF_STRUCT_OPS(nimble_runnable, struct task_struct *p, u64 enq_flags)
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
 	if (tctx) {
+		cg_runnable(p, tctx);
+		tctx->eff_w = cg_task_weight(p, tctx);
 		node_runnable(p, tctx, scx_bpf_task_cpu(p));
 		tctx->full_slices = 0;	/* it slept: not CPU-bound */
 		tctx->push_votes = 0;
@@ -178,8 +181,10 @@ void BPF_STRUCT_OPS(nimble_quiescent, struct task_struct *p, u64 deq_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
-	if (tctx)
+	if (tctx) {
 		node_quiescent(tctx);
+		cg_quiescent(tctx);
+	}
 }
 
 void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
@@ -190,6 +195,9 @@ void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 	if (!tctx || !tctx->run_start || !valid_cpu(cpu))
 		return;
 	deadline_charge(p, tctx, cpu, now_ns());
+	/* Once a slice: follow its cgroup's share and its nice. */
+	tctx->eff_w = cg_task_weight(p, tctx);
+	rq_reweight(tctx, tctx->eff_w);
 	rq_hog_update(tctx);
 }
 
@@ -210,6 +218,9 @@ s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,
 	tctx->last_cpu = -1;
 	tctx->home = -1;
 	tctx->last_node = -1;
+	tctx->cg = cg_slot_of(args->cgroup);
+	tctx->cg_w = 0;
+	tctx->eff_w = 0;
 	mask = bpf_kptr_xchg(&tctx->tmp, mask);
 	if (mask)
 		bpf_cpumask_release(mask);
@@ -226,7 +237,34 @@ void BPF_STRUCT_OPS(nimble_exit_task, struct task_struct *p,
 		path_drop(tctx);
 		cpuq_left(tctx);
 		node_quiescent(tctx);
+		cg_quiescent(tctx);
 	}
+}
+
+/* cgroup cpu.weight (cgroup.bpf.h): the tree, kept as it changes. */
+s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_cgroup_init, struct cgroup *cgrp,
+			     struct scx_cgroup_init_args *args)
+{
+	return cg_created(cgrp, args->weight);
+}
+
+void BPF_STRUCT_OPS(nimble_cgroup_exit, struct cgroup *cgrp)
+{
+	cg_removed(cgrp);
+}
+
+void BPF_STRUCT_OPS(nimble_cgroup_move, struct task_struct *p,
+		    struct cgroup *from, struct cgroup *to)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
+	if (tctx)
+		cg_task_moved(tctx, to);
+}
+
+void BPF_STRUCT_OPS(nimble_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+{
+	cg_weight_set(cgrp, weight);
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_init)
@@ -274,6 +312,10 @@ SCX_OPS_DEFINE(nimble_ops,
 	       .quiescent	= (void *)nimble_quiescent,
 	       .init_task	= (void *)nimble_init_task,
 	       .exit_task	= (void *)nimble_exit_task,
+	       .cgroup_init	= (void *)nimble_cgroup_init,
+	       .cgroup_exit	= (void *)nimble_cgroup_exit,
+	       .cgroup_move	= (void *)nimble_cgroup_move,
+	       .cgroup_set_weight = (void *)nimble_cgroup_set_weight,
 	       .init		= (void *)nimble_init,
 	       .exit		= (void *)nimble_exit,
 	       /*

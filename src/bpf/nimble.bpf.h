@@ -241,7 +241,7 @@ static __always_inline struct nimble_ctl *ctl(void)
  * deadlines (vtime.bpf.h) and balancing (balance.bpf.h).
  */
 struct llc_ctx {
-	s64 load;		/* summed weights of its runnable tasks (100 = nice 0) */
+	s64 load;		/* summed weights of its runnable tasks (NICE0_WEIGHT each at nice 0) */
 	s64 nr_running;		/* and their number (statistics; the NUMA rule counts nodes) */
 	s64 cpuq_nr;		/* tasks waiting in its CPUs' own queues (cpu_dsq.bpf.h) */
 	u64 stuck_since;	/* uneven with no move since (balance.bpf.h), 0: not */
@@ -291,6 +291,9 @@ struct task_ctx {
 	u32 push_votes;		/* of those, ending with the NUMA rule saying go */
 	u32 rq_weight;		/* weight counted in llcs[rq_llc].load */
 	u32 hog_w;		/* and in its hog_load (CPU-bound), 0: not */
+	u32 eff_w;		/* its weight, cgroup share included (cgroup.bpf.h) */
+	s32 cg;			/* its cgroup's slot, -1: the root's */
+	u32 cg_w;		/* weight counted in its cgroup's total, 0: none */
 	u64 deadline;		/* its last deadline (vtime.bpf.h), real time */
 	u64 vstart;		/* when it was last eligible to start */
 	u64 vfin;		/* its finish time: CPU time used, stretched */
@@ -324,6 +327,21 @@ struct {
 static __always_inline struct task_ctx *lookup_task_ctx(struct task_struct *p)
 {
 	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+/* Weights: p->scx.weight (100 = nice 0, the scale of cpu.weight) << WEIGHT_SHIFT. */
+#define NICE0_WEIGHT	(100 << WEIGHT_SHIFT)
+
+/* @p's own weight (nice), without its cgroup's share. */
+static __always_inline u64 task_weight(const struct task_struct *p)
+{
+	return (u64)(p->scx.weight ? p->scx.weight : 1) << WEIGHT_SHIFT;
+}
+
+/* The weight deadlines and loads use: cgroup share included, if known. */
+static __always_inline u64 tctx_weight(const struct task_struct *p, const struct task_ctx *tctx)
+{
+	return tctx->eff_w ? tctx->eff_w : task_weight(p);
 }
 
 static __always_inline bool valid_cpu(s32 cpu)

@@ -138,7 +138,7 @@ static __always_inline void node_runnable(struct task_struct *p, struct task_ctx
 		return;
 	tctx->rq_node = node_of(cpu);
 	tctx->rq_llc = llc_of(cpu);
-	tctx->rq_weight = task_weight(p);
+	tctx->rq_weight = tctx_weight(p, tctx);
 	node_running_add(tctx->rq_node, 1);
 	llc_running_add(tctx->rq_llc, 1, tctx->rq_weight);
 	node_arrive(tctx, tctx->rq_node);
@@ -172,6 +172,15 @@ static __always_inline void node_moved(struct task_ctx *tctx, s32 cpu)
 {
 	if (valid_cpu(cpu))
 		rq_move(tctx, llc_of(cpu));
+}
+
+/* Its weight changed while runnable (nice, cgroup share): move its load. */
+static __always_inline void rq_reweight(struct task_ctx *tctx, u32 w)
+{
+	if (tctx->rq_node < 0 || w == tctx->rq_weight)
+		return;
+	__sync_fetch_and_add(&llc_ctx(tctx->rq_llc)->load, (s64)w - (s64)tctx->rq_weight);
+	tctx->rq_weight = w;
 }
 
 /*

@@ -54,11 +54,6 @@ struct cpu_cur {
 };
 struct cpu_cur cpu_cur[MAX_CPUS];
 
-static __always_inline u64 task_weight(const struct task_struct *p)
-{
-	return p->scx.weight ? p->scx.weight : 1;
-}
-
 /*
  * What the task asks for: the CPU time it uses per wakeup (its recent
  * average or, if longer, what it has used since it last woke), between the
@@ -77,7 +72,7 @@ static __always_inline u64 task_request(const struct task_ctx *tctx)
 /* How far past its start a task's deadline lies: its request at its weight. */
 static __always_inline u64 request_span(const struct task_struct *p, const struct task_ctx *tctx)
 {
-	return task_request(tctx) * 100 / task_weight(p);
+	return task_request(tctx) * NICE0_WEIGHT / tctx_weight(p, tctx);
 }
 
 /*
@@ -115,16 +110,26 @@ static __always_inline void llc_load_tick(s32 cpu)
  * ns * load / (weight * CPUs) of real time, load averaged as above. Fewer
  * tasks than CPUs: each may have a whole CPU.
  */
-static __always_inline u64 stretch(const struct task_struct *p, u32 llc, u64 ns)
+static __always_inline u64 stretch(const struct task_struct *p, const struct task_ctx *tctx,
+				   u32 llc, u64 ns)
 {
 	u64 n = llc_nr_cpus[llc & (MAX_LLCS - 1)];
 	s64 load = llc_ctx(llc)->load_avg;
 
 	if (!n)
 		n = 1;
-	if (load < (s64)(100 * n))
-		load = 100 * n;
-	return ns * load / (task_weight(p) * n);
+	/*
+	 * No more than a whole CPU: the floor is the task's own weight on
+	 * every CPU. A nice-0 floor overstated the load of tasks lighter than
+	 * nice 0 (a cgroup of weight 100 splits 100 among its tasks), finish
+	 * times ran ahead to the 1 s cap and deadlines stopped ordering.
+	 */
+	if (load < (s64)(tctx_weight(p, tctx) * n))
+		load = tctx_weight(p, tctx) * n;
+	/* The result is capped at max_wait_ns anyway; keep ns * load in range. */
+	if (ns > max_wait_ns)
+		ns = max_wait_ns;
+	return ns * load / (tctx_weight(p, tctx) * n);
 }
 
 /* One request (at its weight) past @start, no further than max_wait_ns past @now. */
@@ -170,7 +175,7 @@ static __always_inline u64 finish_after(struct task_struct *p, struct task_ctx *
 
 	if (time_before(fin, tctx->vstart))
 		fin = tctx->vstart;
-	fin += stretch(p, llc_of(cpu), now - tctx->run_start);
+	fin += stretch(p, tctx, llc_of(cpu), now - tctx->run_start);
 	return time_after(fin, now + max_wait_ns) ? now + max_wait_ns : fin;
 }
 

@@ -8,17 +8,23 @@ use anyhow::Result;
 use std::fmt::Write as _;
 
 impl Metrics {
-    /// "numa_rule=X swq=Y swq_affinity=Z": the controls, as logs show them.
+    /// "numa_rule=X swq=Y swq_affinity=Z cgroup_weight=W": the controls, as logs show them.
     pub fn controls(&self) -> String {
         format!(
-            "numa_rule={} swq={} swq_affinity={}",
-            self.numa_rule, self.swq_mode, self.swq_affinity
+            "numa_rule={} swq={} swq_affinity={} cgroup_weight={}",
+            self.numa_rule, self.swq_mode, self.swq_affinity, self.cgroup_weight
         )
     }
 
-    /// The one-line form: controls, then counters (`stats:` lines).
+    /// The one-line form: controls, the cgroup slot count, then counters
+    /// (`stats:` lines).
     pub fn line(&self) -> String {
-        format!("{} {}", self.controls(), self.counters_line())
+        format!(
+            "{} nr_cgroups={} {}",
+            self.controls(),
+            self.nr_cgroups,
+            self.counters_line()
+        )
     }
 
     /// Counters as `name=total` and, where a breakdown exists,
@@ -132,17 +138,43 @@ pub fn counters_markdown() -> String {
     s
 }
 
-/// One interval's output: the `stats:` line, or the JSON object. A closed
-/// stdout is an error (io::ErrorKind::BrokenPipe), not a panic as with
-/// println!.
-pub fn print_metrics(m: &Metrics, json: bool) -> Result<()> {
+/// How many cgroups `--stats` lists per interval (those that got most CPU).
+pub const TOP_CGROUPS: usize = 5;
+
+/// `cgroup:` lines, one per cgroup among the [`TOP_CGROUPS`] that got most
+/// CPU since `prev`: its path, cpu.weight, entitled share and CPU received,
+/// both in % of the machine. None before two samples.
+pub fn cgroup_lines(prev: Option<&Metrics>, m: &Metrics) -> Vec<String> {
+    let Some(prev) = prev else { return vec![] };
+    let secs = m.uptime_s - prev.uptime_s;
+    if secs <= 0.0 {
+        return vec![];
+    }
+    super::cgroups::top_by_cpu(&prev.cgroups, &m.cgroups, secs, m.cpus.len(), TOP_CGROUPS)
+        .into_iter()
+        .map(|(path, c, cpu)| {
+            format!(
+                "cgroup: {path} weight={} share={:.1}% cpu={cpu:.1}%",
+                c.weight, c.share_pct
+            )
+        })
+        .collect()
+}
+
+/// One interval's output: the `stats:` line and the `cgroup:` lines, or
+/// the JSON object. A closed stdout is an error
+/// (io::ErrorKind::BrokenPipe), not a panic as with println!.
+pub fn print_metrics(m: &Metrics, prev: Option<&Metrics>, json: bool) -> Result<()> {
     use std::io::Write;
-    let line = match json {
-        true => serde_json::to_string(m)?,
-        false => format!("stats: {}", m.line()),
-    };
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}")?;
+    if json {
+        writeln!(out, "{}", serde_json::to_string(m)?)?;
+    } else {
+        writeln!(out, "stats: {}", m.line())?;
+        for l in cgroup_lines(prev, m) {
+            writeln!(out, "{l}")?;
+        }
+    }
     out.flush()?;
     Ok(())
 }

@@ -5,14 +5,16 @@
 //! format.rs prints them (the `stats:` line, JSON, docs/metrics.md's table),
 //! server.rs serves them; `--stats` and `--monitor` print what a client of
 //! the socket reads, the TUI reads the same. Counters are cumulative since
-//! attach; readers take differences.
+//! attach; readers take differences. cgroups.rs adds the cgroups with
+//! runnable tasks (Metrics::cgroups, filled in by the scheduler).
 
+pub mod cgroups;
 mod format;
 mod schema;
 mod server;
 
 pub use format::print_metrics;
-pub use schema::{Cpu, Group, Metrics, Threshold};
+pub use schema::{Cgroup, Cpu, Group, Metrics, Threshold};
 pub use server::{help, launch_server, monitor};
 
 use crate::counters::{self, Counters, NR_LLC_STATS, NR_NODE_STATS, NR_STATS};
@@ -187,6 +189,7 @@ impl Metrics {
             numa_rule: ctl.numa_rule.name().into(),
             swq_mode: ctl.swq_mode.name().into(),
             swq_affinity: if ctl.swq_affinity { "on" } else { "off" }.into(),
+            cgroup_weight: if ctl.cgroup_weight { "on" } else { "off" }.into(),
             swq_shards: setup.swq_shards,
             slice_us: setup.slice_us,
             numa_patience_us: setup.numa_patience_us,
@@ -197,6 +200,7 @@ impl Metrics {
             llcs: (0..).zip(llcs.iter().map(Acc::group)).collect(),
             cpus,
             thresholds: setup.thresholds.clone(),
+            ..Default::default()
         }
     }
 }
@@ -269,6 +273,7 @@ mod tests {
             numa_rule: NumaRule::Mainline,
             swq_mode: SwqMode::Off,
             swq_affinity: false,
+            cgroup_weight: true,
         };
         let ticks = cpu_ticks("cpu  9 9 9 9\ncpu0 10 0 5 80 5 0 0 0 0 0\ncpu1 1 2 3 4\n");
         Metrics::new(&setup, &ctl, &c, &ticks, 1.5)
@@ -303,7 +308,7 @@ mod tests {
     fn the_line_keeps_the_stats_format() {
         let line = metrics().line();
         for want in [
-            "numa_rule=mainline swq=off swq_affinity=off ins_direct=36 ",
+            "numa_rule=mainline swq=off swq_affinity=off cgroup_weight=on nr_cgroups=0 ins_direct=36 ",
             " pending=1 node_running=2,3",
             " numa_pull=4 node_numa_pull=0,4",
             " swq_enq=10 llc_swq_enq=6,4,0,0",
@@ -332,7 +337,15 @@ mod tests {
             _ => unreachable!(),
         };
         assert_eq!(fields.len(), Group::meta().fields.len());
-        let others = ["thresholds", "imb_numa_nr", "busy_ticks", "swq_mode"];
+        let others = [
+            "thresholds",
+            "imb_numa_nr",
+            "busy_ticks",
+            "swq_mode",
+            "nr_cgroups",
+            "share_pct",
+            "usage_us",
+        ];
         for name in fields.keys().map(String::as_str).chain(others) {
             assert!(help.contains(name), "{name} missing from --help-stats");
         }

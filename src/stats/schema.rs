@@ -114,6 +114,22 @@ pub struct Threshold {
     pub imb_numa_nr: u64,
 }
 
+/// One cgroup with runnable tasks (cgroup cpu.weight, cgroups.rs).
+#[stat_doc]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+pub struct Cgroup {
+    #[stat(desc = "cpu.weight")]
+    pub weight: u64,
+    #[stat(
+        desc = "Share of the machine its weights entitle it to among the cgroups with runnable tasks (%, the product of its weight fractions up the tree)"
+    )]
+    pub share_pct: f64,
+    #[stat(
+        desc = "CPU time it received, us (the kernel's cpu.stat usage_usec; its rate between two samples is its CPU over the interval)"
+    )]
+    pub usage_us: u64,
+}
+
 /// Everything scx_nimble reports.
 #[stat_doc]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
@@ -129,6 +145,11 @@ pub struct Metrics {
     pub swq_mode: String,
     #[stat(desc = "Affinity-aware swq pulls, on or off (--swq-affinity)")]
     pub swq_affinity: String,
+    #[stat(
+        desc = "cgroup cpu.weight honoured, on or off (--no-cgroup-weight, tune --cgroup-weight)"
+    )]
+    #[serde(default)]
+    pub cgroup_weight: String,
     #[stat(desc = "swq shards per LLC (--swq-shards)")]
     pub swq_shards: u64,
     #[stat(desc = "Time slice (us)")]
@@ -149,4 +170,12 @@ pub struct Metrics {
     pub cpus: BTreeMap<u64, Cpu>,
     #[stat(desc = "NUMA imbalance thresholds per node and level")]
     pub thresholds: Vec<Threshold>,
+    #[stat(
+        desc = "Cgroups the scheduler keeps cpu.weight state for (every non-root cgroup, up to MAX_CGROUPS)"
+    )]
+    #[serde(default)]
+    pub nr_cgroups: u64,
+    #[stat(desc = "Cgroups with runnable tasks, by path below /sys/fs/cgroup")]
+    #[serde(default)]
+    pub cgroups: BTreeMap<String, Cgroup>,
 }

@@ -2,7 +2,7 @@
 //! socket, `--help-stats`, and the client `--stats` and `--monitor` print
 //! through.
 
-use super::{print_metrics, Cpu, Group, Metrics, Threshold};
+use super::{print_metrics, Cgroup, Cpu, Group, Metrics, Threshold};
 use anyhow::{Context, Result};
 use scx_stats::prelude::*;
 
@@ -14,6 +14,7 @@ pub fn server_data() -> StatsServerData<(), Metrics> {
         .add_meta(Group::meta())
         .add_meta(Cpu::meta())
         .add_meta(Threshold::meta())
+        .add_meta(Cgroup::meta())
         .add_meta(Metrics::meta())
         .add_stats(
             "top",
@@ -42,7 +43,8 @@ pub fn help() -> Result<()> {
 }
 
 /// `--monitor` and `--stats`: prints the running scheduler's metrics every
-/// `interval` seconds (one `stats:` line, or one JSON object with `json`),
+/// `interval` seconds (one `stats:` line and the busiest cgroups' `cgroup:`
+/// lines, or one JSON object with `json`),
 /// until `shutdown` or until nobody reads the output any more (a closed
 /// pipe, `| head -1`: that ends the monitor quietly, not the scheduler).
 pub fn monitor(
@@ -51,11 +53,16 @@ pub fn monitor(
     shutdown: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<()> {
     use std::sync::atomic::Ordering;
+    let mut prev: Option<Metrics> = None;
     let res = scx_utils::monitor_stats::<Metrics>(
         &[],
         std::time::Duration::from_secs_f64(interval),
         || shutdown.load(Ordering::Relaxed),
-        |m| print_metrics(&m, json),
+        |m| {
+            let r = print_metrics(&m, prev.as_ref(), json);
+            prev = Some(m);
+            r
+        },
     );
     match res {
         Err(e) if is_broken_pipe(&e) => Ok(()),

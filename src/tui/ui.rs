@@ -92,6 +92,21 @@ impl History {
         (total > 0).then(|| (busy as f64 / total as f64).min(1.0))
     }
 
+    /// The cgroups that got most CPU over the last interval (path, cgroup,
+    /// % of the machine); empty before two samples.
+    pub fn top_cgroups(&self, n: usize) -> Vec<(&str, &crate::stats::Cgroup, f64)> {
+        let (Some(p), Some(c)) = (self.prev.as_ref(), self.cur.as_ref()) else {
+            return vec![];
+        };
+        let secs = c.uptime_s - p.uptime_s;
+        let secs = if secs > 0.0 {
+            secs
+        } else {
+            self.interval.as_secs_f64()
+        };
+        crate::stats::cgroups::top_by_cpu(&p.cgroups, &c.cgroups, secs, c.cpus.len(), n)
+    }
+
     /// Mean load of the CPUs `pick` selects.
     fn mean_load(&self, pick: impl Fn(&crate::stats::Cpu) -> bool) -> Option<f64> {
         let m = self.cur.as_ref()?;
@@ -152,6 +167,17 @@ pub fn draw(f: &mut Frame, h: &History) {
     };
     let [sparks, thr] =
         Layout::vertical([Constraint::Min(9), Constraint::Length(thr_h)]).areas(side);
+    // The busiest cgroups under the tree, when any has runnable tasks.
+    let top = h.top_cgroups(TOP_CGROUPS);
+    let tree = if top.is_empty() {
+        tree
+    } else {
+        let [t, c] =
+            Layout::vertical([Constraint::Min(6), Constraint::Length(top.len() as u16 + 3)])
+                .areas(tree);
+        cgroups(f, c, &top);
+        t
+    };
     topology(f, tree, h, m);
     sparklines(f, sparks, h);
     thresholds(f, thr, m);
@@ -314,6 +340,32 @@ fn thresholds(f: &mut Frame, area: Rect, m: &Metrics) {
         Row::new(cells.map(|v| v.to_string()))
     });
     let widths = [4, 3, 4, 5, 11].map(Constraint::Length);
+    f.render_widget(Table::new(rows, widths).header(header).block(block), area);
+}
+
+/// Rows shown in the cgroups panel.
+const TOP_CGROUPS: usize = 5;
+
+/// cgroup cpu.weight: the busiest cgroups, what their weights entitle them
+/// to and what they got, both in % of the machine.
+fn cgroups(f: &mut Frame, area: Rect, top: &[(&str, &crate::stats::Cgroup, f64)]) {
+    let block = Block::bordered().title(" cgroups (top by CPU) ");
+    let header = Row::new(["cgroup", "weight", "share", "cpu"])
+        .style(Style::new().add_modifier(Modifier::BOLD));
+    let rows = top.iter().map(|(path, c, cpu)| {
+        Row::new([
+            path.to_string(),
+            c.weight.to_string(),
+            format!("{:.1}%", c.share_pct),
+            format!("{cpu:.1}%"),
+        ])
+    });
+    let widths = [
+        Constraint::Min(10),
+        Constraint::Length(6),
+        Constraint::Length(6),
+        Constraint::Length(6),
+    ];
     f.render_widget(Table::new(rows, widths).header(header).block(block), area);
 }
 
@@ -516,6 +568,47 @@ pub(crate) mod tests {
             let cell = [format!("cpu{id}"), pct.trim_end_matches('%').to_string()];
             assert!(has_words(&s, &cell), "cpu{id} {pct} missing:\n{s}");
         }
+    }
+
+    #[test]
+    fn cgroups_panel_shows_the_busiest_over_the_interval() {
+        let mut v = snapshots(N2L4);
+        let n = v.len();
+        let cg = |weight, share_pct, usage_us| crate::stats::Cgroup {
+            weight,
+            share_pct,
+            usage_us,
+        };
+        let secs = v[n - 1].uptime_s - v[n - 2].uptime_s;
+        let cpu_us = |pct: f64| (pct / 100.0 * secs * 1e6 * 8.0) as u64;
+        v[n - 2].cgroups = [("wA", cg(100, 20.0, 0)), ("wB", cg(400, 80.0, 0))]
+            .map(|(p, c)| (p.to_string(), c))
+            .into();
+        v[n - 1].cgroups = [
+            ("wA", cg(100, 20.0, cpu_us(21.0))),
+            ("wB", cg(400, 80.0, cpu_us(78.0))),
+        ]
+        .map(|(p, c)| (p.to_string(), c))
+        .into();
+        let mut h = History::new(Duration::from_secs(1));
+        v.into_iter().for_each(|m| h.push(m));
+        let s = screen(&h, 120, 40);
+        assert!(s.contains("cgroups (top by CPU)"), "{s}");
+        // Words: "80.0%" reads as 80 0.
+        let row = |w: [&str; 6]| w.map(String::from);
+        assert!(
+            has_words(&s, &row(["wB", "400", "80", "0", "78", "0"])),
+            "{s}"
+        );
+        assert!(
+            has_words(&s, &row(["wA", "100", "20", "0", "21", "0"])),
+            "{s}"
+        );
+        // wB got more, so it comes first; the tree stays whole beside it.
+        assert!(s.find("wB").unwrap() < s.find("wA").unwrap(), "{s}");
+        assert_topology(&s, h.latest().unwrap());
+        // No cgroups with runnable tasks: no panel.
+        assert!(!screen(&history(N2L4), 120, 40).contains("cgroups"));
     }
 
     #[test]
