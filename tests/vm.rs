@@ -352,10 +352,11 @@ vm_cases! {
     flat_nice19_not_starved: "flat", "nice.sh", Backports, script_only;
     flat_topology_matches_kernel: "flat", "topology.sh", Backports, topology_matches_kernel;
     n2l4_attach_load: "n2l4", "attach_load.sh", Both, script_only;
-    n2l4_hotplug_two_cpus: "n2l4", "hotplug.sh", Both, script_only;
-    n2l4_signals_int_term_kill: "n2l4", "signals.sh", Both, script_only;
+    n2l4_hotplug_two_cpus: "n2l4", "hotplug.sh", Backports, script_only;
+    n2l4_signals_int_term_kill: "n2l4", "signals.sh", Backports, script_only;
     n2l4_torture_forks_wakeups_nice_cgroups: "n2l4", "torture.sh", Backports, script_only;
     n2l4_nice_weights_across_llcs: "n2l4", "weights.sh", Backports, script_only;
+    n2l4_cgroup_weights_siblings_move_nice_depth3: "n2l4", "cgroup_weights.sh", Backports, script_only;
     n2l4_node_running_counts: "n2l4", "nodes.sh", Backports, script_only;
     n2l4_pinned_task_runs: "n2l4", "pinned.sh", Backports, script_only;
     n2l4_numa_pair_stays_local_by_rule: "n2l4", "numa_locality.sh", Backports, script_only;
