@@ -46,6 +46,8 @@ VARIANTS (--variants, comma-separated, repeatable; LABEL=SPEC names one):
   eevdf                   no sched_ext scheduler: the kernel's own
   nimble[:FLAGS]          scx_nimble with FLAGS, e.g. 'david=nimble:--swq wakeups'
   scx_NAME[:FLAGS]        another sched_ext scheduler on PATH, e.g. scx_bpfland
+  SCHED@CGROUP[:FLAGS]    any of those, the workloads run in /sys/fs/cgroup/CGROUP (made,
+                          cpu controller on), e.g. 'd3=nimble@lab.slice/b.service/w'
 
 METHOD: --runs rounds; in each, every variant (rotated order) attaches once and runs every
 workload at every point, then detaches; a sample counts only if the scheduler stayed

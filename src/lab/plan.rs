@@ -33,11 +33,17 @@ pub struct Variant {
     /// As given: `eevdf`, `nimble:--swq wakeups`, `scx_bpfland`.
     pub spec: String,
     pub sched: Sched,
+    /// The workloads run in this cgroup (a path below /sys/fs/cgroup,
+    /// created with the cpu controller on the way down); None: where the
+    /// lab runs. Flat vs nested is then one interleaved comparison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
 }
 
 impl Variant {
-    /// `[LABEL=]eevdf | nimble[:FLAGS] | scx_NAME[:FLAGS]`; FLAGS split on
-    /// blanks. A `=` before any `:` names the variant.
+    /// `[LABEL=]SCHED[@CGROUP][:FLAGS]`, SCHED one of eevdf, nimble,
+    /// scx_NAME; FLAGS split on blanks. A `=` before any `:` names the
+    /// variant.
     pub fn parse(s: &str) -> Result<Variant> {
         let s = s.trim();
         let (label, spec) = match (s.find('='), s.find(':')) {
@@ -45,6 +51,16 @@ impl Variant {
             _ => (s, s),
         };
         let (name, flags) = spec.split_once(':').unwrap_or((spec, ""));
+        let (name, cgroup) = match name.split_once('@') {
+            Some((n, cg)) => {
+                let cg = cg.trim_matches('/');
+                if cg.is_empty() || cg.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+                    bail!("variant '{s}': @CGROUP must be a path below /sys/fs/cgroup, like a/b/c");
+                }
+                (n, Some(cg.to_string()))
+            }
+            None => (name, None),
+        };
         let args: Vec<String> = flags.split_whitespace().map(String::from).collect();
         let sched = match name {
             "eevdf" if args.is_empty() => Sched::Eevdf,
@@ -65,6 +81,7 @@ impl Variant {
             label: label.to_string(),
             spec: spec.to_string(),
             sched,
+            cgroup,
         })
     }
 }
@@ -222,6 +239,22 @@ mod tests {
     #[test]
     fn parse_variants() {
         assert_eq!(Variant::parse("eevdf").unwrap().sched, Sched::Eevdf);
+        let v = Variant::parse("d3=nimble@lab.slice/bench.service/work:--slice-us 5000").unwrap();
+        assert_eq!(v.cgroup.as_deref(), Some("lab.slice/bench.service/work"));
+        assert_eq!(
+            v.sched,
+            Sched::Nimble {
+                args: vec!["--slice-us".into(), "5000".into()]
+            }
+        );
+        assert_eq!(
+            Variant::parse("eevdf@/a/b/").unwrap().cgroup.as_deref(),
+            Some("a/b")
+        );
+        assert_eq!(Variant::parse("nimble").unwrap().cgroup, None);
+        for bad in ["nimble@", "nimble@a//b", "eevdf@../x", "nimble@a/./b"] {
+            assert!(Variant::parse(bad).is_err(), "{bad}");
+        }
         let v = Variant::parse("david=nimble:--swq wakeups").unwrap();
         assert_eq!(v.label, "david");
         assert_eq!(v.spec, "nimble:--swq wakeups");

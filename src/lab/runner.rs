@@ -8,6 +8,9 @@ use crate::plan::Plan;
 use crate::variant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -139,6 +142,7 @@ fn run_rounds(plan: &Plan, sink: &mut dyn FnMut(Event)) -> Result<()> {
     for round in 0..plan.runs {
         for v in plan.round_order(round) {
             eprintln!("nimble-lab: round {}/{}: {}", round + 1, plan.runs, v.label);
+            let cgroup = v.cgroup.as_deref().map(make_cgroup).transpose()?;
             let mut sched = variant::start(v, Duration::from_secs(plan.attach_timeout_s))?;
             if !sched.ops.is_empty() {
                 eprintln!(
@@ -160,6 +164,7 @@ fn run_rounds(plan: &Plan, sink: &mut dyn FnMut(Event)) -> Result<()> {
                         point,
                         &plan.opts(&e.workload),
                         plan.sample_timeout_s,
+                        cgroup.as_ref(),
                     )
                     .with_context(|| format!("{}: {} at {point}", v.label, e.workload))?;
                     // Still attached after the sample: the numbers are the variant's.
@@ -203,16 +208,62 @@ fn run_rounds(plan: &Plan, sink: &mut dyn FnMut(Event)) -> Result<()> {
     Ok(())
 }
 
+/// Makes /sys/fs/cgroup/`path` and turns the cpu controller on at each
+/// level above it, so cpu.weight applies all the way down; returns its
+/// cgroup.procs path for [`sample`].
+fn make_cgroup(path: &str) -> Result<CString> {
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    let mut dir = root.to_path_buf();
+    for part in path.split('/') {
+        // Fails harmlessly where it is on already.
+        let _ = std::fs::write(dir.join("cgroup.subtree_control"), "+cpu");
+        dir.push(part);
+        if !dir.is_dir() {
+            std::fs::create_dir(&dir)
+                .with_context(|| format!("making cgroup {}", dir.display()))?;
+        }
+    }
+    let weight = dir.join("cpu.weight");
+    anyhow::ensure!(
+        weight.exists(),
+        "{}: no cpu controller there",
+        dir.display()
+    );
+    Ok(CString::new(
+        dir.join("cgroup.procs").into_os_string().into_vec(),
+    )?)
+}
+
 /// One sample in a child process (`nimble-lab __workload`), killed after
-/// `timeout_s`.
+/// `timeout_s`; in the cgroup whose cgroup.procs is `cgroup`, if given,
+/// from before it execs (so every task it forks starts there).
 fn sample(
     workload: &str,
     point: u32,
     o: &crate::workloads::Opts,
     timeout_s: u64,
+    cgroup: Option<&CString>,
 ) -> Result<Vec<(String, f64)>> {
     let exe = std::env::current_exe()?;
-    let child = Command::new(exe)
+    let mut cmd = Command::new(exe);
+    if let Some(procs) = cgroup.cloned() {
+        // SAFETY: only open/write/close between fork and exec, no allocation.
+        unsafe {
+            cmd.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let r = match libc::write(fd, b"0".as_ptr().cast(), 1) {
+                    1 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                };
+                libc::close(fd);
+                r
+            });
+        }
+    }
+    let child = cmd
         .args(["__workload", workload, &point.to_string()])
         .args([
             "--secs",
