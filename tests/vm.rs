@@ -347,7 +347,7 @@ macro_rules! if_runs {
 // Each topology's scripts run in this order in its boot. The reliability
 // suite (load, faults, hostile input) and the functional tests.
 vm_cases! {
-    flat_attach_load: "flat", "attach_load.sh", Both, script_only;
+    flat_attach_load: "flat", "attach_load.sh", Backports, script_only;
     flat_hostile_input: "flat", "errors.sh", Backports, script_only;
     flat_nice19_not_starved: "flat", "nice.sh", Backports, script_only;
     flat_topology_matches_kernel: "flat", "topology.sh", Backports, topology_matches_kernel;
@@ -367,7 +367,7 @@ vm_cases! {
     n2l4_topology_matches_kernel: "n2l4", "topology.sh", Backports, topology_matches_kernel;
     n2l4_thresholds_in_map: "n2l4", "thresholds.sh", Backports, thresholds_in_map;
     n2l4_soak_10min_churn: "n2l4", "soak.sh", FullOnly, script_only;
-    n4_attach_load: "n4", "attach_load.sh", Both, script_only;
+    n4_attach_load: "n4", "attach_load.sh", Backports, script_only;
     n4_node_running_counts: "n4", "nodes.sh", Backports, script_only;
     n4_numa_spread_nearest_first: "n4", "numa_spread.sh", Backports, script_only;
     n4_numa_mixed_load_each_rule: "n4", "numa_mixed.sh", Backports, script_only;
@@ -375,7 +375,7 @@ vm_cases! {
     n4_thresholds_in_map: "n4", "thresholds.sh", Backports, thresholds_in_map;
     smt_attach_load: "smt", "attach_load.sh", Both, script_only;
     smt_topology_matches_kernel: "smt", "topology.sh", Backports, topology_matches_kernel;
-    l2_attach_load: "l2", "attach_load.sh", Both, script_only;
+    l2_attach_load: "l2", "attach_load.sh", Backports, script_only;
     l2_swq_modes_hackbench_and_live_switch: "l2", "swq_modes.sh", Backports, script_only;
     l2_swq_pinned_and_remote_llc_tasks_run: "l2", "swq_pinned.sh", Backports, script_only;
     l2_swq_affinity_pulls_only_allowed: "l2", "swq_affinity.sh", Backports, script_only;

@@ -31,7 +31,7 @@
 
 #include "nimble.bpf.h"
 
-/* Levels walked up to compute G(c); deeper cgroups use their ancestor's. */
+/* Levels walked up to compute G(c); the factors of deeper ones are left out. */
 #define MAX_CG_DEPTH	16
 
 struct cg_ctx {
@@ -43,6 +43,9 @@ struct cg_ctx {
 	u64 cgid;	/* the cgroup's id (its inode in cgroupfs), for the stats */
 	s32 parent;	/* parent's slot, -1: the root */
 	u32 used;
+	u32 seq;	/* bumped when the slot is freed: a task still counted there
+			 * (one exiting after its cgroup went) no longer touches it */
+	u32 pad;
 };
 
 /*
@@ -82,30 +85,38 @@ static __always_inline s32 cg_slot_of(struct cgroup *cgrp)
 
 /*
  * Add @delta to @slot's total; when that makes it active or idle, lend its
- * weight to (or take it back from) the parent's total, and so on up.
+ * weight to (or take it back from) the parent's total, and so on up. lent
+ * changes by exchange only, so a live weight change (cg_weight_set) and a
+ * cgroup going idle never both hand the parent the same difference. The
+ * generation is bumped once the climb is done: a G(c) cached mid-climb is
+ * not kept.
  */
 static __always_inline void cg_add(s32 slot, s64 delta)
 {
 	struct cg_ctx *c;
+	bool crossed = false;
 	s64 old;
+	u64 w;
 	u32 i;
 
 	bpf_for(i, 0, MAX_CG_DEPTH) {
 		c = cg_ctx(slot);
 		if (!c || !delta)
-			return;
+			break;
 		old = __sync_fetch_and_add(&c->total, delta);
 		if (old <= 0 && old + delta > 0) {
-			c->lent = c->weight;
-			delta = c->lent;
+			w = c->weight;
+			delta = (s64)w - (s64)__sync_lock_test_and_set(&c->lent, w);
 		} else if (old > 0 && old + delta <= 0) {
-			delta = -(s64)c->lent;
+			delta = -(s64)__sync_lock_test_and_set(&c->lent, 0);
 		} else {
-			return;
+			break;
 		}
-		__sync_fetch_and_add(&cg_gen, 1);
+		crossed = true;
 		slot = c->parent;
 	}
+	if (crossed)
+		__sync_fetch_and_add(&cg_gen, 1);
 }
 
 /* G(@slot): the weight its entities share among themselves. */
@@ -113,6 +124,7 @@ static __always_inline u64 cg_group_weight(s32 slot)
 {
 	struct cg_ctx *c = cg_ctx(slot), *a;
 	u64 gen = cg_gen, g;
+	s64 t;
 	s32 up;
 	u32 i;
 
@@ -126,8 +138,9 @@ static __always_inline u64 cg_group_weight(s32 slot)
 		a = cg_ctx(up);
 		if (!a)
 			break;
-		if (a->total > 0)
-			g = g * a->weight / a->total;
+		t = READ_ONCE(a->total);	/* once: it may cross 0 meanwhile */
+		if (t > 0)
+			g = g * a->weight / t;
 		up = a->parent;
 	}
 	c->g = g ? g : 1;
@@ -144,6 +157,7 @@ static __always_inline u64 cg_task_weight(struct task_struct *p, struct task_ctx
 	struct nimble_ctl *k;
 	struct cg_ctx *c;
 	u64 w = task_weight(p), eff;
+	s64 t;
 
 	if (tctx->cg < 0 || !tctx->cg_w)
 		return w;
@@ -151,43 +165,57 @@ static __always_inline u64 cg_task_weight(struct task_struct *p, struct task_ctx
 	if (!k || !k->cgroup_weight)
 		return w;
 	c = cg_ctx(tctx->cg);
-	if (!c || c->total <= 0)
+	if (!c || c->seq != tctx->cg_seq)
 		return w;
-	eff = cg_group_weight(tctx->cg) * tctx->cg_w / c->total;
+	t = READ_ONCE(c->total);
+	if (t <= 0)
+		return w;
+	eff = cg_group_weight(tctx->cg) * tctx->cg_w / t;
 	return eff ? eff : 1;
 }
 
 /* @p became runnable: count it in its cgroup. */
 static __always_inline void cg_runnable(struct task_struct *p, struct task_ctx *tctx)
 {
-	if (tctx->cg < 0 || tctx->cg_w)
+	struct cg_ctx *c = cg_ctx(tctx->cg);
+
+	if (!c || tctx->cg_w || !c->used)
 		return;
 	tctx->cg_w = task_weight(p);
+	tctx->cg_seq = c->seq;
 	cg_add(tctx->cg, tctx->cg_w);
+}
+
+/* Take @tctx's count out of its cgroup, unless that slot was freed since. */
+static __always_inline void cg_uncount(struct task_ctx *tctx)
+{
+	struct cg_ctx *c = cg_ctx(tctx->cg);
+
+	if (tctx->cg_w && c && c->seq == tctx->cg_seq)
+		cg_add(tctx->cg, -(s64)tctx->cg_w);
+	tctx->cg_w = 0;
 }
 
 /* @p is no longer runnable: take it out. */
 static __always_inline void cg_quiescent(struct task_ctx *tctx)
 {
-	if (!tctx->cg_w)
-		return;
-	cg_add(tctx->cg, -(s64)tctx->cg_w);
-	tctx->cg_w = 0;
+	cg_uncount(tctx);
 }
 
 /* @p moved to @to: carry its count along if it is runnable. */
 static __always_inline void cg_task_moved(struct task_ctx *tctx, struct cgroup *to)
 {
 	s32 slot = cg_slot_of(to);
+	struct cg_ctx *c = cg_ctx(slot);
 	u64 w = tctx->cg_w;
 
-	if (w)
-		cg_add(tctx->cg, -(s64)w);
+	cg_uncount(tctx);
 	tctx->cg = slot;
-	if (w && slot >= 0)
+	if (w && c && c->used) {
+		tctx->cg_w = w;
+		tctx->cg_seq = c->seq;
 		cg_add(slot, w);
-	else
-		tctx->cg_w = 0;
+	}
 }
 
 /* A new cgroup (or one that existed at load): give it a slot. */
@@ -228,17 +256,23 @@ static __always_inline s32 cg_created(struct cgroup *cgrp, u32 weight)
 	return 0;
 }
 
-/* The cgroup is gone (it has no tasks left): free its slot. */
+/*
+ * The cgroup is gone: free its slot. It has no live tasks, but one that is
+ * exiting may still be runnable and counted here: its weight leaves with
+ * the slot (the seq bump makes its later uncount a no-op).
+ */
 static __always_inline void cg_removed(struct cgroup *cgrp)
 {
 	s32 slot = cg_slot_of(cgrp);
 	struct cg_ctx *c = cg_ctx(slot);
+	s64 old;
 
 	if (!c)
 		return;
-	if (c->total > 0)
-		cg_add(c->parent, -(s64)c->lent);
-	c->total = 0;
+	__sync_fetch_and_add(&c->seq, 1);
+	old = __sync_lock_test_and_set(&c->total, 0);
+	if (old > 0)
+		cg_add(c->parent, -(s64)__sync_lock_test_and_set(&c->lent, 0));
 	c->used = 0;
 	__sync_fetch_and_add(&cg_gen, 1);
 }
@@ -246,16 +280,15 @@ static __always_inline void cg_removed(struct cgroup *cgrp)
 static __always_inline void cg_weight_set(struct cgroup *cgrp, u32 weight)
 {
 	struct cg_ctx *c = cg_ctx(cg_slot_of(cgrp));
-	u64 w = (u64)weight << WEIGHT_SHIFT;
+	u64 w = (u64)weight << WEIGHT_SHIFT, old;
 
 	if (!c)
 		return;
 	c->weight = w;
-	/* Active: the parent sees the new weight at once. */
-	if (c->total > 0 && c->lent != w) {
-		cg_add(c->parent, (s64)w - (s64)c->lent);
-		c->lent = w;
-	}
+	/* Active: the parent sees the new weight at once (lent: see cg_add). */
+	old = c->lent;
+	if (old && old != w && __sync_bool_compare_and_swap(&c->lent, old, w))
+		cg_add(c->parent, (s64)w - (s64)old);
 	__sync_fetch_and_add(&cg_gen, 1);
 }
 

@@ -294,6 +294,7 @@ struct task_ctx {
 	u32 eff_w;		/* its weight, cgroup share included (cgroup.bpf.h) */
 	s32 cg;			/* its cgroup's slot, -1: the root's */
 	u32 cg_w;		/* weight counted in its cgroup's total, 0: none */
+	u32 cg_seq;		/* its cgroup slot's seq when cg_w was counted */
 	u64 deadline;		/* its last deadline (vtime.bpf.h), real time */
 	u64 vstart;		/* when it was last eligible to start */
 	u64 vfin;		/* its finish time: CPU time used, stretched */

@@ -116,13 +116,13 @@ static __always_inline bool swq_route(struct task_struct *p, struct task_ctx *tc
 }
 
 /*
- * A nice-weighted slice: FIFO order ignores vtime, so weight acts through
+ * A weighted slice (nice and cgroup share): FIFO order ignores vtime, so weight acts through
  * the slice (nice 0: slice_ns), within 1/4x..4x so neither a nice -20 task
  * holds a CPU for long nor a nice 19 one thrashes.
  */
-static __always_inline u64 swq_slice(const struct task_struct *p)
+static __always_inline u64 swq_slice(const struct task_struct *p, const struct task_ctx *tctx)
 {
-	u64 s = slice_ns * p->scx.weight / 100;
+	u64 s = slice_ns * tctx_weight(p, tctx) / NICE0_WEIGHT;
 
 	if (s < slice_ns / 4)
 		return slice_ns / 4;
@@ -155,7 +155,7 @@ static __always_inline bool swq_enqueue(struct task_struct *p, u64 enq_flags,
 		stat = LSTAT_ENQ_OTHER;
 	path_queue(tctx, PATH_SWQ, llc, STAT_INS_SWQ);
 	tctx->queued_at = now_ns();
-	scx_bpf_dsq_insert(p, swq_dsq(llc, shard_of(cpu)), swq_slice(p), enq_flags);
+	scx_bpf_dsq_insert(p, swq_dsq(llc, shard_of(cpu)), swq_slice(p, tctx), enq_flags);
 	lstat_add(llc, stat, 1);
 
 	if (why == SWQ_WHY_WAKE_IDLE || why == SWQ_WHY_FORK_IDLE) {
