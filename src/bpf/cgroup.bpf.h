@@ -186,20 +186,17 @@ static __always_inline void cg_runnable(struct task_struct *p, struct task_ctx *
 	cg_add(tctx->cg, tctx->cg_w);
 }
 
-/* Take @tctx's count out of its cgroup, unless that slot was freed since. */
-static __always_inline void cg_uncount(struct task_ctx *tctx)
+/*
+ * @p is no longer runnable (or leaves its cgroup): take its count out,
+ * unless that slot was freed since.
+ */
+static __always_inline void cg_quiescent(struct task_ctx *tctx)
 {
 	struct cg_ctx *c = cg_ctx(tctx->cg);
 
 	if (tctx->cg_w && c && c->seq == tctx->cg_seq)
 		cg_add(tctx->cg, -(s64)tctx->cg_w);
 	tctx->cg_w = 0;
-}
-
-/* @p is no longer runnable: take it out. */
-static __always_inline void cg_quiescent(struct task_ctx *tctx)
-{
-	cg_uncount(tctx);
 }
 
 /* @p moved to @to: carry its count along if it is runnable. */
@@ -209,7 +206,7 @@ static __always_inline void cg_task_moved(struct task_ctx *tctx, struct cgroup *
 	struct cg_ctx *c = cg_ctx(slot);
 	u64 w = tctx->cg_w;
 
-	cg_uncount(tctx);
+	cg_quiescent(tctx);
 	tctx->cg = slot;
 	if (w && c && c->used) {
 		tctx->cg_w = w;

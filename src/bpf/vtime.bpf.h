@@ -113,7 +113,7 @@ static __always_inline void llc_load_tick(s32 cpu)
 static __always_inline u64 stretch(const struct task_struct *p, const struct task_ctx *tctx,
 				   u32 llc, u64 ns)
 {
-	u64 n = llc_nr_cpus[llc & (MAX_LLCS - 1)];
+	u64 n = llc_nr_cpus[llc & (MAX_LLCS - 1)], w = tctx_weight(p, tctx);
 	s64 load = llc_ctx(llc)->load_avg;
 
 	if (!n)
@@ -124,12 +124,12 @@ static __always_inline u64 stretch(const struct task_struct *p, const struct tas
 	 * nice 0 (a cgroup of weight 100 splits 100 among its tasks), finish
 	 * times ran ahead to the 1 s cap and deadlines stopped ordering.
 	 */
-	if (load < (s64)(tctx_weight(p, tctx) * n))
-		load = tctx_weight(p, tctx) * n;
+	if (load < (s64)(w * n))
+		load = w * n;
 	/* The result is capped at max_wait_ns anyway; keep ns * load in range. */
 	if (ns > max_wait_ns)
 		ns = max_wait_ns;
-	return ns * load / (tctx_weight(p, tctx) * n);
+	return ns * load / (w * n);
 }
 
 /* One request (at its weight) past @start, no further than max_wait_ns past @now. */

@@ -8,7 +8,7 @@
 //! received comes from the kernel's own accounting (cpu.stat usage_usec),
 //! not from the scheduler, so the two can be compared.
 
-use super::Cgroup;
+use super::{Cgroup, Metrics};
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -143,6 +143,24 @@ pub fn collect(slots: &[Slot], names: &mut Names) -> BTreeMap<String, Cgroup> {
         .collect()
 }
 
+/// [`top_by_cpu`] between two snapshots, over the time between them by the
+/// scheduler's clock; when that went back (a restart), over `fallback`
+/// seconds, or nothing without one.
+pub fn top_between<'a>(
+    prev: &Metrics,
+    cur: &'a Metrics,
+    fallback: Option<f64>,
+    n: usize,
+) -> Vec<(&'a str, &'a Cgroup, f64)> {
+    let dt = cur.uptime_s - prev.uptime_s;
+    let secs = match (dt > 0.0, fallback) {
+        (true, _) => dt,
+        (false, Some(s)) => s,
+        (false, None) => return vec![],
+    };
+    top_by_cpu(&prev.cgroups, &cur.cgroups, secs, cur.cpus.len(), n)
+}
+
 /// The CPU each cgroup got between two samples `secs` apart on `nr_cpus`
 /// CPUs, in % of the machine, highest first, at most `n`.
 pub fn top_by_cpu<'a>(
@@ -171,7 +189,7 @@ pub fn top_by_cpu<'a>(
 mod tests {
     use super::*;
 
-    const S: u64 = 64; // 1 << WEIGHT_SHIFT
+    const S: u64 = 1 << crate::bpf_intf::nimble_limits_WEIGHT_SHIFT;
 
     fn slot(parent: i32, weight: u64, total: i64) -> Slot {
         Slot {

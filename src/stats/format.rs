@@ -138,7 +138,8 @@ pub fn counters_markdown() -> String {
     s
 }
 
-/// How many cgroups `--stats` lists per interval (those that got most CPU).
+/// How many cgroups `--stats` lists per interval (those that got most CPU),
+/// and the rows of the TUI's cgroups table.
 pub const TOP_CGROUPS: usize = 5;
 
 /// `cgroup:` lines, one per cgroup among the [`TOP_CGROUPS`] that got most
@@ -146,11 +147,7 @@ pub const TOP_CGROUPS: usize = 5;
 /// both in % of the machine. None before two samples.
 pub fn cgroup_lines(prev: Option<&Metrics>, m: &Metrics) -> Vec<String> {
     let Some(prev) = prev else { return vec![] };
-    let secs = m.uptime_s - prev.uptime_s;
-    if secs <= 0.0 {
-        return vec![];
-    }
-    super::cgroups::top_by_cpu(&prev.cgroups, &m.cgroups, secs, m.cpus.len(), TOP_CGROUPS)
+    super::cgroups::top_between(prev, m, None, TOP_CGROUPS)
         .into_iter()
         .map(|(path, c, cpu)| {
             format!(

@@ -13,7 +13,7 @@ mod format;
 mod schema;
 mod server;
 
-pub use format::print_metrics;
+pub use format::{print_metrics, TOP_CGROUPS};
 pub use schema::{Cgroup, Cpu, Group, Metrics, Threshold};
 pub use server::{help, launch_server, monitor};
 

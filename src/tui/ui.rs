@@ -2,7 +2,7 @@
 //! snapshots: no I/O here, so tests draw recorded snapshots on ratatui's
 //! TestBackend and read the text back.
 
-use crate::stats::{Group, Metrics};
+use crate::stats::{Group, Metrics, TOP_CGROUPS};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -98,13 +98,7 @@ impl History {
         let (Some(p), Some(c)) = (self.prev.as_ref(), self.cur.as_ref()) else {
             return vec![];
         };
-        let secs = c.uptime_s - p.uptime_s;
-        let secs = if secs > 0.0 {
-            secs
-        } else {
-            self.interval.as_secs_f64()
-        };
-        crate::stats::cgroups::top_by_cpu(&p.cgroups, &c.cgroups, secs, c.cpus.len(), n)
+        crate::stats::cgroups::top_between(p, c, Some(self.interval.as_secs_f64()), n)
     }
 
     /// Mean load of the CPUs `pick` selects.
@@ -342,9 +336,6 @@ fn thresholds(f: &mut Frame, area: Rect, m: &Metrics) {
     let widths = [4, 3, 4, 5, 11].map(Constraint::Length);
     f.render_widget(Table::new(rows, widths).header(header).block(block), area);
 }
-
-/// Rows shown in the cgroups panel.
-const TOP_CGROUPS: usize = 5;
 
 /// cgroup cpu.weight: the busiest cgroups, what their weights entitle them
 /// to and what they got, both in % of the machine.
