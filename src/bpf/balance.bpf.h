@@ -21,6 +21,10 @@
  * stayed uneven for BAL_STUCK_NS, one move may overshoot to 5/4 of the
  * gap: the heavy loop moves, then the light ones follow it back to even
  * loads. A task moved lately (BAL_COOL_NS) is left alone.
+ *
+ * Between nodes, when both are busy, the nodes' loads are compared, not
+ * their LLCs' (balance_node()): a move that evens two nodes may leave the
+ * target LLC heavier than the one left, and its siblings then even out.
  */
 #ifndef __NIMBLE_BALANCE_BPF_H
 #define __NIMBLE_BALANCE_BPF_H
@@ -53,21 +57,80 @@ static __always_inline bool bal_fits(s64 A, s64 nA, s64 B, s64 nB, s64 w, s64 p,
 }
 
 /*
- * The LLC @p, whose slice ended on @own, should queue on. The node's LLCs
- * first; then, if both nodes are busy (more tasks than CPUs), LLCs of other
- * nodes nearest first, their load counted 25 % higher since crossing costs
- * memory locality: the kernel's balancer also moves load, by weight,
- * between overloaded nodes, while the NUMA gate's allowance (imb_numa_nr,
- * counted in tasks) governs a node with idle CPUs.
+ * A remote LLC for @p when its node carries more load per CPU than another
+ * busy node (the kernel's balancer between NUMA nodes: it compares the
+ * nodes' average loads, and moves a task whose load fits the imbalance).
+ * LLC by LLC, a move between nodes could be refused where the nodes are
+ * far apart: 8 loops weighing 800 on node 0's two LLCs with one of 3200
+ * each, three of 3200 on each LLC of node 1, is 4800 vs 3200 per CPU per
+ * LLC either way once a 3200 loop crosses, but 16000 vs 16000 per node,
+ * after which node 0's siblings even out (cgroups of 100 and 400: 2.8x,
+ * not 4x). The lightest busy remote node per CPU, nearest first on a tie,
+ * and its lightest LLC that @p may run on; -1: no node lighter by 1/8 or
+ * no move that narrows the gap. @from: where remote LLCs start in
+ * @own's steal order.
+ */
+static __always_inline s32 balance_node(struct task_struct *p, s64 w, u32 own,
+					u32 node, u32 from)
+{
+	s64 NA, nA, NB = 0, nB = 1, Nl, nl, lb = 0, ln = 1, load, n;
+	s32 best = -1, best_node = -1;
+	const struct cpumask *m;
+	u32 i, l, lnode;
+
+	if (!node_busy(node))
+		return -1;
+	NA = node_ctx(node)->hog_load;
+	nA = node_nr_cpus[node & (MAX_NODES - 1)];
+	bpf_for(i, from, nr_llcs) {
+		l = steal_victim(own, i);
+		lnode = node_of_llc(l);
+		if (lnode == node || !node_busy(lnode))
+			continue;
+		nl = node_nr_cpus[lnode & (MAX_NODES - 1)];
+		Nl = node_ctx(lnode)->hog_load;
+		n = llc_nr_cpus[l & (MAX_LLCS - 1)];
+		load = llc_ctx(l)->hog_load;
+		if (!n || !nl)
+			continue;
+		/* Another LLC of a node already beaten, or a heavier node. */
+		if (best_node >= 0 && (s32)lnode != best_node && Nl * nB >= NB * nl)
+			continue;
+		if ((s32)lnode == best_node && load * ln >= lb * n)
+			continue;
+		m = llc_mask(l);
+		if (!m || !bpf_cpumask_intersects(m, p->cpus_ptr))
+			continue;
+		best = l;
+		best_node = lnode;
+		NB = Nl;
+		nB = nl;
+		lb = load;
+		ln = n;
+	}
+	if (best < 0 || !nA || NB * nA * 9 >= NA * nB * 8 ||
+	    !bal_fits(NA, nA, NB, nB, w, 1, 2))
+		return -1;
+	return best;
+}
+
+/*
+ * The LLC @p, whose slice ended on @own, should queue on: the least loaded
+ * LLC of its node if that narrows the gap (or, stuck, the escape above);
+ * else, when both nodes are busy (no idle CPU: more tasks than CPUs), an
+ * LLC of the lightest remote node if that narrows the gap between nodes.
+ * The NUMA gate's allowance (imb_numa_nr, counted in tasks) governs a node
+ * with idle CPUs.
  */
 static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *tctx,
 				       u32 own, bool commit)
 {
-	s64 w = tctx->hog_w, A, nA, best_B = 0, best_n = 1, load, n;
-	u32 i, l, node, lnode, best = own;
+	s64 w = tctx->hog_w, A, nA, best_B, best_n, load, n;
+	u32 i, l, node, best = own, from = 0;
 	struct llc_ctx *oc;
 	const struct cpumask *m;
-	bool remote;
+	bool even;
+	s32 far;
 	u64 now;
 
 	/* CPU-bound tasks only: short sleepers' load comes and goes. */
@@ -84,34 +147,26 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 	 * task back by count, whatever its weight: the two moves undid each
 	 * other (2000 moves in 12 s, 16 loops on l2).
 	 */
-	if (oc->nr_running <= nA)
+	if (oc->nr_running <= nA || !nA)
+		return own;
+	now = now_ns();
+	if (tctx->bal_at && now - tctx->bal_at < BAL_COOL_NS)
 		return own;
 	node = node_of_llc(own);
 	/*
-	 * The least loaded LLC per CPU that @p may run on, lighter than its
-	 * own: a sibling as loaded as the own LLC used to end the search
-	 * before other nodes (16 loops in cgroups of 100 and 400 on n2l4:
-	 * 11 on node 0, 5 on node 1, weighing a quarter as much).
+	 * The least loaded sibling per CPU that @p may run on, lighter than
+	 * its own LLC. The steal order has the node's LLCs first.
 	 */
 	best_B = A;
 	best_n = nA;
 	bpf_for(i, 1, nr_llcs) {
 		l = steal_victim(own, i);
-		lnode = node_of_llc(l);
-		remote = lnode != node;
-		/*
-		 * Steal order: the node's LLCs come first, then remote ones,
-		 * which compete (at 5/4 of their load) with the best sibling:
-		 * stopping at a lighter sibling kept a depth-3 cgroup tree at
-		 * 0.34 vs 0.66 of the weight per node, its loads swapped
-		 * between the heavy node's two LLCs.
-		 */
-		if (remote && (!node_busy(node) || !node_busy(lnode)))
+		if (node_of_llc(l) != node) {
+			from = i;
 			break;
+		}
 		n = llc_nr_cpus[l & (MAX_LLCS - 1)];
 		load = llc_ctx(l)->hog_load;
-		if (remote)
-			load += load / 4;
 		if (!n || load * best_n >= best_B * n)
 			continue;
 		m = llc_mask(l);
@@ -121,24 +176,29 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 		best_B = load;
 		best_n = n;
 	}
-	/* Even within 1/16 (or nowhere to go): nothing to escape from. */
-	now = now_ns();
-	if (best == own || !nA || best_B * nA * 16 >= A * best_n * 15) {
-		if (oc->stuck_since)
-			WRITE_ONCE(oc->stuck_since, 0);
-		return own;
-	}
-	if (tctx->bal_at && now - tctx->bal_at < BAL_COOL_NS)
-		return own;
-	if (!bal_fits(A, nA, best_B, best_n, w, 1, 2)) {
-		if (!oc->stuck_since) {
-			WRITE_ONCE(oc->stuck_since, now);
-			return own;
+	/* Even within 1/16 (or no lighter sibling): nothing to escape from. */
+	even = best == own || best_B * nA * 16 >= A * best_n * 15;
+	if (even && oc->stuck_since)
+		WRITE_ONCE(oc->stuck_since, 0);
+	if (!even && bal_fits(A, nA, best_B, best_n, w, 1, 2))
+		goto move;
+	if (from) {
+		far = balance_node(p, w, own, node, from);
+		if (far >= 0) {
+			best = far;
+			goto move;
 		}
-		if (now - oc->stuck_since < BAL_STUCK_NS ||
-		    !bal_fits(A, nA, best_B, best_n, w, 5, 4))
-			return own;
 	}
+	if (even)
+		return own;
+	if (!oc->stuck_since) {
+		WRITE_ONCE(oc->stuck_since, now);
+		return own;
+	}
+	if (now - oc->stuck_since < BAL_STUCK_NS ||
+	    !bal_fits(A, nA, best_B, best_n, w, 5, 4))
+		return own;
+move:
 	if (!commit)
 		return best;	/* dispatch asking (keep_first): enqueue moves it */
 	WRITE_ONCE(oc->stuck_since, 0);

@@ -20,7 +20,8 @@ struct node_ctx {
 	s64 nr_running;
 	s64 load_avg;
 	u64 overloaded_since;
-	u64 pad[5];
+	s64 hog_load;		/* its LLCs' hog_load summed (balance.bpf.h) */
+	u64 pad[4];
 };
 struct node_ctx nodes[MAX_NODES];
 
@@ -53,8 +54,10 @@ static __always_inline void llc_running_add(s32 llc, s64 delta, s64 weight)
 
 static __always_inline void hog_load_add(s32 llc, s64 weight)
 {
-	if (llc >= 0 && llc < MAX_LLCS)
-		__sync_fetch_and_add(&llc_ctx(llc)->hog_load, weight);
+	if (llc < 0 || llc >= MAX_LLCS)
+		return;
+	__sync_fetch_and_add(&llc_ctx(llc)->hog_load, weight);
+	__sync_fetch_and_add(&node_ctx(node_of_llc(llc))->hog_load, weight);
 }
 
 /* As many runnable tasks on @node as it has CPUs: none of them idle. */

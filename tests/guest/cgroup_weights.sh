@@ -4,9 +4,9 @@
 # setting under scx_nimble (attached before the loops start: attaching under
 # 16 loops takes a minute of TCG) and then under EEVDF in the same boot:
 # 1. two sibling cgroups, cpu.weight 100 and 400, 8 CPU loops each over all
-#    CPUs of both nodes: wB gets more than 2.2x wA's CPU (weights 4; the
-#    issue asks 4 +- 15 %, which EEVDF does not reach in this VM either:
-#    3.4-3.6, scx_nimble 2.6-3.1, docs/cgroups.md); with `tune
+#    CPUs of both nodes: wB gets 3.0-4.6x wA's CPU (weights 4; the issue
+#    asks 4 +- 15 %, which EEVDF misses now and then in this VM too:
+#    3.3-3.9, scx_nimble 3.2-3.6, docs/cgroups.md); with `tune
 #    --cgroup-weight off` it is about even (the switch is what does it), and
 #    a weight changed live (400 -> 100) evens it out in a window that starts
 #    1 s after the change; `--stats` lists both with weight and share;
@@ -120,7 +120,9 @@ move_and_nice() {
 	for p in $n5; do renice 0 -p "$p" >/dev/null; done  # busybox: -n adds
 }
 
-set -- $(shares wA wB); sib=$(ratio "$1" "$2")
+# 4 s to settle: 16 loops started at once take 2-3 s of balance moves to
+# spread by weight (loops count as CPU-bound after HOG_SLICES slices).
+set -- $(SETTLE=4 shares wA wB); sib=$(ratio "$1" "$2")
 log "scx_nimble: wB/wA = $sib (weights 4)"
 grep "^cgroup: w[AB] " "$SCHED_OUT" | tail -n 2 >/tmp/cglines
 lines=$(tr '\n' ';' </tmp/cglines)
@@ -174,7 +176,7 @@ stop_and_check
 # whatever lag they left with (nice-5 loops got 1 % of nice-0's for a while).
 kill $LOOPS
 sibling_loops
-set -- $(shares wA wB); eevdf_sib=$(ratio "$1" "$2")
+set -- $(SETTLE=4 shares wA wB); eevdf_sib=$(ratio "$1" "$2")
 # EEVDF's moved-loop and nice numbers are for the record: full tier only.
 MOVED=- MOVED_B=- NICE=-
 [ "$TIER" = full ] && move_and_nice
@@ -182,7 +184,7 @@ log "EEVDF: wB/wA = $eevdf_sib; moved loop / wA's = $MOVED, / wB's = $MOVED_B; n
 kill $LOOPS
 LOOPS=
 
-expect within "$sib" 2.2 4.6 -- "cpu.weight 400 vs 100: ratio $sib, expected 2.2-4.6 (weights 4, EEVDF $eevdf_sib)"
+expect within "$sib" 3.0 4.6 -- "cpu.weight 400 vs 100: ratio $sib, expected 3.0-4.6 (weights 4, EEVDF $eevdf_sib)"
 expect within "$off" 0.7 1.4 -- "cgroup weights off: ratio $off, expected about 1"
 expect within "$even" 0.7 1.4 -- "after a live change to 100: ratio $even, expected about 1"
 expect within "$ours_moved" 2 100 -- "a loop moved into wB gets $ours_moved x wA's loops' CPU, expected about 3 (EEVDF $MOVED)"
