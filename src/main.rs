@@ -155,9 +155,9 @@ fn run(opts: &Opts) -> Result<()> {
         // another process's (as scx_rusty does); started once the server
         // is up, it reconnects across reloads.
         if let Some(secs) = stats_client.take() {
-            let (json, stop) = (opts.json, shutdown.clone());
+            let (fmt, stop) = (opts.stats_fmt(), shutdown.clone());
             std::thread::spawn(move || {
-                if let Err(e) = stats::monitor(secs, json, stop) {
+                if let Err(e) = stats::monitor(secs, fmt, stop) {
                     log::warn!("--stats: {e:#}");
                 }
             });
@@ -184,7 +184,7 @@ fn monitor(opts: &Opts) -> Result<()> {
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("installing the Ctrl-C/SIGTERM handler")?;
     let secs = opts.monitor.unwrap_or(1.0);
-    stats::monitor(secs, opts.json, shutdown).context("reading /var/run/scx/root/stats (root only)")
+    stats::monitor(secs, opts.stats_fmt(), shutdown).context("reading /var/run/scx/root/stats (root only)")
 }
 
 fn show_topology(a: &TopologyArgs) -> Result<()> {

@@ -98,8 +98,8 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(1..=topology::swq::MAX_SHARDS as u64))]
     pub swq_shards: Option<u64>,
 
-    /// Print the metrics every SECS seconds while scheduling: one `stats:`
-    /// line of counters (cumulative since attach), or JSON with --json.
+    /// Print the metrics every SECS seconds while scheduling, in
+    /// --stats-format (default: a few aligned lines of rates per interval).
     #[arg(long, value_name = "SECS", value_parser = parse_interval)]
     pub stats: Option<f64>,
 
@@ -109,8 +109,13 @@ pub struct Opts {
           conflicts_with = "stats")]
     pub monitor: Option<f64>,
 
-    /// With --stats or --monitor: one JSON object per interval (the
-    /// metrics `--help-stats` describes) instead of the `stats:` line.
+    /// How --stats and --monitor print: `human` (aligned lines, rates per
+    /// second over the interval), `line` (one `stats:` line of counters
+    /// cumulative since attach, for grep) or `json` (one object per interval).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t)]
+    pub stats_format: crate::stats::StatsFormat,
+
+    /// With --stats or --monitor: the same as --stats-format json.
     #[arg(long, requires = "interval")]
     pub json: bool,
 
@@ -144,6 +149,16 @@ pub struct Opts {
     /// Print the version and exit.
     #[arg(short = 'V', long)]
     pub version: bool,
+}
+
+impl Opts {
+    /// The --stats/--monitor format: --json wins over --stats-format.
+    pub fn stats_fmt(&self) -> crate::stats::StatsFormat {
+        match self.json {
+            true => crate::stats::StatsFormat::Json,
+            false => self.stats_format,
+        }
+    }
 }
 
 pub fn parse_interval(s: &str) -> Result<f64, String> {

@@ -74,6 +74,7 @@ fn malformed_flags() {
     one_line_error(&nimble(&["topology", "--cpu", "x"]), 2, "--cpu");
     one_line_error(&nimble(&["--monitor", "0"]), 2, "between 0.1 and 3600");
     one_line_error(&nimble(&["--monitor", "1", "--stats", "1"]), 2, "--stats");
+    one_line_error(&nimble(&["--stats-format", "xml"]), 2, "--stats-format");
     one_line_error(&nimble(&["tui", "--interval", "x"]), 2, "--interval");
     one_line_error(
         &nimble(&["tune", "--swq-affinity", "maybe"]),
@@ -137,6 +138,7 @@ fn version_and_help() {
         "--swq-shards",
         "--monitor",
         "--json",
+        "--stats-format",
         "--help-stats",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");

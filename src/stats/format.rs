@@ -1,5 +1,5 @@
-//! How the metrics print: the one-line form (`stats:` and `final:` lines,
-//! for grep and the tests), JSON, and the counter table of docs/metrics.md.
+//! How the metrics print: the human form (human.rs, the default), the
+//! one-line form (`stats:` and `final:` lines, for grep and the tests), JSON, and the counter table of docs/metrics.md.
 //! Names and order come from intf.h's counter lists.
 
 use super::{Group, Metrics};
@@ -158,18 +158,31 @@ pub fn cgroup_lines(prev: Option<&Metrics>, m: &Metrics) -> Vec<String> {
         .collect()
 }
 
-/// One interval's output: the `stats:` line and the `cgroup:` lines, or
-/// the JSON object. A closed stdout is an error
+/// How `--stats` and `--monitor` print an interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatsFormat {
+    /// A few aligned lines: rates per second over the interval, shares in %.
+    #[default]
+    Human,
+    /// One `stats:` line of cumulative counters (and `cgroup:` lines), for grep.
+    Line,
+    /// One JSON object (the metrics `--help-stats` describes).
+    Json,
+}
+
+/// One interval's output in `fmt`. A closed stdout is an error
 /// (io::ErrorKind::BrokenPipe), not a panic as with println!.
-pub fn print_metrics(m: &Metrics, prev: Option<&Metrics>, json: bool) -> Result<()> {
+pub fn print_metrics(m: &Metrics, prev: Option<&Metrics>, fmt: StatsFormat) -> Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    if json {
-        writeln!(out, "{}", serde_json::to_string(m)?)?;
-    } else {
-        writeln!(out, "stats: {}", m.line())?;
-        for l in cgroup_lines(prev, m) {
-            writeln!(out, "{l}")?;
+    match fmt {
+        StatsFormat::Json => writeln!(out, "{}", serde_json::to_string(m)?)?,
+        StatsFormat::Human => write!(out, "{}", super::human::human(prev, m))?,
+        StatsFormat::Line => {
+            writeln!(out, "stats: {}", m.line())?;
+            for l in cgroup_lines(prev, m) {
+                writeln!(out, "{l}")?;
+            }
         }
     }
     out.flush()?;

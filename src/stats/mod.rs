@@ -10,10 +10,11 @@
 
 pub mod cgroups;
 mod format;
+mod human;
 mod schema;
 mod server;
 
-pub use format::{print_metrics, TOP_CGROUPS};
+pub use format::{print_metrics, StatsFormat, TOP_CGROUPS};
 pub use schema::{Cgroup, Cpu, Group, Metrics, Threshold};
 pub use server::{help, launch_server, monitor};
 

@@ -49,7 +49,7 @@ pub fn help() -> Result<()> {
 /// pipe, `| head -1`: that ends the monitor quietly, not the scheduler).
 pub fn monitor(
     interval: f64,
-    json: bool,
+    fmt: super::StatsFormat,
     shutdown: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<()> {
     use std::sync::atomic::Ordering;
@@ -59,7 +59,7 @@ pub fn monitor(
         std::time::Duration::from_secs_f64(interval),
         || shutdown.load(Ordering::Relaxed),
         |m| {
-            let r = print_metrics(&m, prev.as_ref(), json);
+            let r = print_metrics(&m, prev.as_ref(), fmt);
             prev = Some(m);
             r
         },

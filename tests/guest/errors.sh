@@ -80,7 +80,7 @@ echo "  ok: SIGTERM -> rc=0, state disabled"
 
 # stdout closed under --stats (`| head -1`): the printing ends quietly and
 # the scheduler keeps running; SIGINT still stops it with 0, no panic.
-( scx_nimble --stats 0.5; echo "rc=$?" >/tmp/pipe.rc ) 2>/tmp/pipe.err | head -n 1 >/tmp/pipe.out &
+( scx_nimble --stats 0.5 --stats-format line; echo "rc=$?" >/tmp/pipe.rc ) 2>/tmp/pipe.err | head -n 1 >/tmp/pipe.out &
 wait_until 600 "--stats | head: not attached" attached
 sleep 2
 grep -q '^stats: ' /tmp/pipe.out || fail "--stats | head printed: $(cat /tmp/pipe.out)"

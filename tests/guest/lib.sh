@@ -68,7 +68,7 @@ state_disabled() { [ "$(sched_state)" = disabled ]; }
 # runnable much of the time (crossbeam's channel yields while it waits),
 # and at nice -20 that weight, 87 nice-0 loops, crowded its LLC's clock.
 start_sched() {
-	scx_nimble "$@" >"$SCHED_OUT" 2>"$SCHED_ERR" &
+	scx_nimble --stats-format line "$@" >"$SCHED_OUT" 2>"$SCHED_ERR" &
 	SCHED_PID=$!
 	wait_until 600 "scx_nimble did not attach within 60 s" alive_and_attached
 	for t in /proc/"$SCHED_PID"/task/*; do renice 0 -p "${t##*/}" >/dev/null; done

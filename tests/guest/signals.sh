@@ -51,7 +51,7 @@ case_end sigKILL
 # A new instance attaches over the dead one's leftovers (its stats socket).
 start_sched --stats 1
 wait_until 100 "no stats line after the restart" stats_lines_at_least 1
-out=$(scx_nimble --monitor 1 2>&1 & p=$!; sleep 4; kill -INT $p; wait $p)
+out=$(scx_nimble --monitor 1 --stats-format line 2>&1 & p=$!; sleep 4; kill -INT $p; wait $p)
 echo "$out" | grep -q '^stats:' || fail "--monitor after a SIGKILL restart: $out"
 stop_sched
 assert_clean_dmesg

@@ -29,8 +29,24 @@ fi
 grep -q "root only" /tmp/nobody.out || fail "unclear refusal: $(cat /tmp/nobody.out)"
 log "socket mode $mode; unprivileged monitor refused: $(tail -n 1 /tmp/nobody.out)"
 
-# --monitor: a client only, in its own process; Ctrl-C ends it with 0.
-scx_nimble --monitor 1 >/tmp/mon.out 2>/tmp/mon.err &
+# --monitor's default, human form: per interval a header and aligned rows
+# (rates over the interval), per-node and per-LLC rows on this topology.
+scx_nimble --monitor 1 >/tmp/human.out 2>/tmp/mon.err &
+MON=$!
+wait_until 150 "--monitor printed fewer than 3 headers in 15 s" \
+	sh -c '[ "$(grep -c "^scx_nimble .* up .*numa_rule=" /tmp/human.out)" -ge 3 ]'
+kill -INT $MON
+wait $MON || fail "--monitor exited $? after SIGINT: $(cat /tmp/mon.err)"
+for row in tasks enqueue dispatch move wait numa "node 1" "llc 3"; do
+	grep -q "^  $row " /tmp/human.out || fail "--monitor: no '$row' row in: $(head -n 20 /tmp/human.out)"
+done
+grep -q "^  enqueue   [0-9.]*/s: " /tmp/human.out || fail "--monitor: enqueue is not a rate: $(grep '^  enqueue' /tmp/human.out | head -n 2)"
+! grep -q "^  swq " /tmp/human.out || fail "--monitor: an swq row with --swq off"
+! grep -q "^stats:" /tmp/human.out || fail "--monitor: the one-line form without --stats-format line"
+log "--monitor (human): $(grep -c '^scx_nimble ' /tmp/human.out) intervals; $(grep '^  enqueue' /tmp/human.out | tail -n 1)"
+
+# --monitor --stats-format line: a client only, in its own process; Ctrl-C ends it with 0.
+scx_nimble --monitor 1 --stats-format line >/tmp/mon.out 2>/tmp/mon.err &
 MON=$!
 wait_until 150 "--monitor printed fewer than 4 lines in 15 s" \
 	sh -c '[ "$(grep -c "^stats:" /tmp/mon.out)" -ge 4 ]'
