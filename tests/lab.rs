@@ -234,6 +234,14 @@ fn eevdf_only_experiment_natively() {
             );
         }
     }
+    // `report` redraws the same tables from the saved JSON, and the plots.
+    let redrawn = d.join("redrawn");
+    let again = lab_ok(&["report", json.to_str().unwrap(), "--plot-dir", redrawn.to_str().unwrap()]);
+    assert_eq!(again, stdout, "report FILE.json differs from the run's own tables");
+    assert!(redrawn.join("t-tbench.svg").exists());
+    // Without a terminal, progress is a line per sample with an ETA.
+    let err = String::from_utf8_lossy(&lab(&["tbench", "--variants", "eevdf", "--runs", "2", "--points", "1", "--secs", "0.2", "--no-plots"]).stderr).into_owned();
+    assert!(err.contains("nimble-lab: [2/2] round 2/2: eevdf tbench 1: ") && err.contains("ETA "), "{err}");
 }
 
 fn on_path(bin: &str) -> bool {

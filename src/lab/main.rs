@@ -7,8 +7,10 @@
 mod child;
 mod plan;
 mod plot;
+mod progress;
 mod report;
 mod runner;
+mod saved;
 mod stats;
 mod variant;
 mod vm;
@@ -35,9 +37,9 @@ EXPERIMENTS (workloads, and presets that expand to workloads and variants):
                   per client count: throughput, MB/sec (and max latency, ms)
   perf-messaging  the real perf bench sched messaging (linux-perf) -g GROUPS: time, s
   perf-pipe       the real perf bench sched pipe, PAIRS at once: usecs/op (and ops/s)
-  seed000         stream + tbench; eevdf, tip, v3, v4, v4.1, v4.2 (scx_nimble --numa-rule,
+  seed000         stream + dbench-tbench; eevdf, tip, v3, v4, v4.1, v4.2 (scx_nimble --numa-rule,
                   --imb-formula)
-  seed002         hackbench + schbench + tbench; eevdf, tip, david, ego-1, ego-2 (scx_nimble
+  seed002         hackbench + schbench + dbench-tbench; eevdf, tip, david, ego-1, ego-2 (scx_nimble
                   --swq modes)
   Presets also add every peer found on PATH (scx_bpfland, scx_p2dq, scx_rusty, scx_cosmos,
   scx_lavd) unless --no-peers; --variants replaces a preset's variants.
@@ -53,6 +55,10 @@ METHOD: --runs rounds; in each, every variant (rotated order) attaches once and 
 workload at every point, then detaches; a sample counts only if the scheduler stayed
 attached. Every sample is kept. Tables print `value (pct vs baseline)`, positive = better,
 value = median (or --stat mean); the JSON has mean, stddev, median, min, max and all samples.
+
+REPORT: nimble-lab report FILE.json [--markdown] [--stat mean] [--plot-dir DIR] [--no-plots]
+redraws a saved run's tables and plots. Progress: a bar on a terminal (samples done, round,
+variant, workload, ETA), else a line per attach and sample.
 
 EXAMPLES:
   nimble-lab hackbench --variants eevdf,nimble --runs 3 --vm n2l4 --json out.json
@@ -141,6 +147,7 @@ fn main() {
     let r = match args.get(1).map(String::as_str) {
         Some("__workload") => workload_main(&args[2..]),
         Some("__guest") => guest_main(&args[2..]),
+        Some("report") => report_main(),
         _ => lab_main(),
     };
     if let Err(e) = r {
@@ -176,7 +183,11 @@ fn lab_main() -> Result<()> {
         .as_ref()
         .map_or("native".to_string(), |t| format!("vm:{t}"));
     let mut events = vec![];
-    let mut sink = |e: runner::Event| events.push(e);
+    let mut progress = progress::Progress::new(&plan);
+    let mut sink = |e: runner::Event| {
+        progress.event(&e);
+        events.push(e);
+    };
     let ran = match &cli.vm {
         Some(topo) => {
             let t = cli.vm_timeout.unwrap_or_else(|| vm_timeout(&plan));
@@ -184,34 +195,59 @@ fn lab_main() -> Result<()> {
         }
         None => runner::run(&plan, &mut sink),
     };
+    progress.finish();
     let mut rep = report::Report::build(&plan, &machine, cli.stat, &events);
     if let (Err(e), None) = (&ran, &rep.error) {
         rep.error = Some(format!("{e:#}"));
-    }
-    println!("{}", rep.header());
-    print!("{}", rep.tables(cli.markdown, cli.all_metrics));
-    if !cli.markdown {
-        print!("{}", rep.details());
     }
     if let Some(path) = &cli.json {
         std::fs::write(path, serde_json::to_string_pretty(&rep)? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("nimble-lab: wrote {}", path.display());
     }
-    if !cli.no_plots && events.iter().any(|e| matches!(e, runner::Event::Sample(_))) {
-        let dir = cli.plot_dir.clone().unwrap_or_else(|| {
-            cli.json
-                .as_ref()
-                .and_then(|p| p.parent())
-                .filter(|d| !d.as_os_str().is_empty())
-                .map_or(PathBuf::from("."), Path::to_path_buf)
-        });
-        let stem = cli
-            .json
-            .as_ref()
-            .and_then(|p| p.file_stem())
-            .map_or("nimble-lab".into(), |s| s.to_string_lossy().into_owned());
-        match plot::write_all(&rep, &dir, &stem) {
+    let plots = !cli.no_plots && events.iter().any(|e| matches!(e, runner::Event::Sample(_)));
+    let out = Output {
+        markdown: cli.markdown,
+        all_metrics: cli.all_metrics,
+        plots: plots.then(|| plot_place(cli.plot_dir.as_deref(), cli.json.as_deref())),
+    };
+    show(&rep, &out);
+    match (ran, rep.error) {
+        (Ok(()), None) => Ok(()),
+        (Err(e), _) => Err(e),
+        (Ok(()), Some(e)) => bail!("{e}"),
+    }
+}
+
+/// How a report is shown: tables (Markdown or text) and plots (dir, stem).
+struct Output {
+    markdown: bool,
+    all_metrics: bool,
+    plots: Option<(PathBuf, String)>,
+}
+
+/// Plots go to --plot-dir, else the JSON's directory (else .), named
+/// after the JSON's stem (else nimble-lab).
+fn plot_place(plot_dir: Option<&Path>, json: Option<&Path>) -> (PathBuf, String) {
+    let dir = plot_dir.map(Path::to_path_buf).unwrap_or_else(|| {
+        json.and_then(|p| p.parent())
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or(PathBuf::from("."), Path::to_path_buf)
+    });
+    let stem = json
+        .and_then(|p| p.file_stem())
+        .map_or("nimble-lab".into(), |s| s.to_string_lossy().into_owned());
+    (dir, stem)
+}
+
+fn show(rep: &report::Report, out: &Output) {
+    println!("{}", rep.header());
+    print!("{}", rep.tables(out.markdown, out.all_metrics));
+    if !out.markdown {
+        print!("{}", rep.details());
+    }
+    if let Some((dir, stem)) = &out.plots {
+        match plot::write_all(rep, dir, stem) {
             Ok(files) => {
                 for f in files {
                     eprintln!("nimble-lab: wrote {}", f.display());
@@ -220,11 +256,53 @@ fn lab_main() -> Result<()> {
             Err(e) => eprintln!("nimble-lab: no plots: {e:#}"),
         }
     }
-    match (ran, rep.error) {
-        (Ok(()), None) => Ok(()),
-        (Err(e), _) => Err(e),
-        (Ok(()), Some(e)) => bail!("{e}"),
-    }
+}
+
+/// `nimble-lab report FILE.json`: redraw a saved run's tables and plots.
+#[derive(Debug, Parser)]
+#[command(name = "nimble-lab report")]
+struct ReportCli {
+    /// A JSON file written by --json.
+    file: PathBuf,
+    /// Print the tables as Markdown.
+    #[arg(long)]
+    markdown: bool,
+    /// Also tabulate the secondary metrics.
+    #[arg(long)]
+    all_metrics: bool,
+    /// The statistic the tables show (default: the saved run's).
+    #[arg(long, value_enum)]
+    stat: Option<stats::Stat>,
+    /// Where the plots go (default: the JSON's directory).
+    #[arg(long, value_name = "DIR")]
+    plot_dir: Option<PathBuf>,
+    /// Draw no plots.
+    #[arg(long)]
+    no_plots: bool,
+}
+
+fn report_main() -> Result<()> {
+    let cli = match ReportCli::try_parse_from(std::env::args().skip(1)) {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let line = cli_line::clap_error_line(&e);
+            eprintln!("nimble-lab: {} (see report --help)", line.trim_start_matches("error: "));
+            std::process::exit(2);
+        }
+    };
+    let json = std::fs::read_to_string(&cli.file)
+        .with_context(|| format!("reading {}", cli.file.display()))?;
+    let (plan, machine, stat, events) =
+        saved::load(&json).with_context(|| format!("{}", cli.file.display()))?;
+    let rep = report::Report::build(&plan, &machine, cli.stat.unwrap_or(stat), &events);
+    let out = Output {
+        markdown: cli.markdown,
+        all_metrics: cli.all_metrics,
+        plots: (!cli.no_plots).then(|| plot_place(cli.plot_dir.as_deref(), Some(&cli.file))),
+    };
+    show(&rep, &out);
+    Ok(())
 }
 
 fn build_plan(cli: &Cli) -> Result<Plan> {

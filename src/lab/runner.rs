@@ -181,17 +181,8 @@ fn run_rounds(plan: &Plan, sink: &mut dyn FnMut(Event)) -> Result<()> {
                         });
                         break 'variant;
                     }
+                    // The host's progress (progress.rs) prints the sample.
                     let wall_s = t0.elapsed().as_secs_f64();
-                    eprintln!(
-                        "nimble-lab:   {} {}={point}: {} ({wall_s:.1} s)",
-                        e.workload,
-                        crate::workloads::spec(&e.workload).map_or("point", |s| s.param),
-                        metrics
-                            .iter()
-                            .map(|(k, v)| format!("{k}={v:.4}"))
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    );
                     sink(Event::Sample(Sample {
                         round,
                         variant: v.label.clone(),
