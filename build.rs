@@ -66,7 +66,24 @@ fn counter_table() {
     std::fs::write(out, rs).expect("writing counter_table.rs");
 }
 
+/// Chris Mason's schbench (third_party/schbench, GPL-2.0) for nimble-lab's
+/// mason-schbench workload: one C file, built as its Makefile does.
+fn schbench() {
+    let out = std::path::Path::new(&std::env::var("OUT_DIR").unwrap()).join("schbench");
+    let cc = cc::Build::new().get_compiler();
+    let st = std::process::Command::new(cc.path())
+        .args(["-O2", "-w", "-D_LARGEFILE_SOURCE", "-D_FILE_OFFSET_BITS=64", "-o"])
+        .arg(&out)
+        .args(["third_party/schbench/schbench.c", "-lpthread", "-lm"])
+        .status()
+        .expect("running the C compiler for schbench");
+    assert!(st.success(), "compiling third_party/schbench/schbench.c failed");
+    println!("cargo:rustc-env=NIMBLE_SCHBENCH={}", out.display());
+    println!("cargo:rerun-if-changed=third_party/schbench/schbench.c");
+}
+
 fn main() {
+    schbench();
     scx_cargo::BpfBuilder::new()
         .unwrap()
         .enable_intf("src/bpf/intf.h", "bpf_intf.rs")

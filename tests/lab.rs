@@ -266,6 +266,7 @@ fn real_benchmarks_natively() {
         "dbench-tbench",
         "perf-messaging",
         "perf-pipe",
+        "mason-schbench",
         "--variants",
         "eevdf",
         "--runs",
@@ -298,12 +299,18 @@ fn real_benchmarks_natively() {
         ("perf-messaging", "time"),
         ("perf-pipe", "usecs_per_op"),
         ("perf-pipe", "ops_per_s"),
+        ("mason-schbench", "p99"),
+        ("mason-schbench", "p50"),
+        ("mason-schbench", "p99.9"),
+        ("mason-schbench", "request_p99"),
+        ("mason-schbench", "rps_p50"),
     ];
     assert_eq!(got, want, "{stdout}");
     for x in j["experiments"].as_array().unwrap() {
         for c in x["results"].as_array().unwrap() {
-            // max_latency may be 0.0 ms at the report's resolution.
-            if x["metric"] != "max_latency" {
+            // max_latency may be 0.0 ms at the report's resolution; a
+            // 1 s schbench has no whole second of RPS.
+            if x["metric"] != "max_latency" && x["metric"] != "rps_p50" {
                 assert!(c["min"].as_f64().unwrap() > 0.0, "{x}");
             }
         }
@@ -364,4 +371,37 @@ fn vm_minimal_call_hackbench() {
     assert_eq!(ops.len(), 3);
     assert!(ops.iter().all(|o| o.starts_with("nimble")), "{ops:?}");
     assert!(d.join("out-hackbench.png").is_file() && d.join("out-hackbench.svg").is_file());
+}
+
+/// The real benchmarks the presets use, tiny, in the VM: dbench's tbench
+/// and Chris Mason's schbench (copied into the guest by --vm), under EEVDF
+/// and scx_nimble, one round.
+#[test]
+#[ignore = "boots a VM; run with --include-ignored"]
+fn vm_real_benchmarks_tiny() {
+    let d = tmpdir("vm-real");
+    let json = d.join("real.json");
+    let t0 = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_nimble-lab"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["dbench-tbench", "mason-schbench", "--variants", "eevdf,nimble"])
+        .args(["--runs", "1", "--points", "2", "--secs", "2", "--vm", "n2l4", "--no-plots"])
+        .args(["--json", json.to_str().unwrap(), "--kernel", &kernel()])
+        .output()
+        .unwrap();
+    let result = if out.status.success() { "passed" } else { "FAILED" };
+    common::record(&kernel(), "n2l4", "nimble-lab:real-tiny", result, t0.elapsed().as_secs(), "");
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let j = check_json(&json, 1, &["eevdf", "nimble"]);
+    for x in j["experiments"].as_array().unwrap() {
+        if x["metric"] == "throughput" || x["metric"] == "p50" {
+            for c in x["results"].as_array().unwrap() {
+                assert!(c["min"].as_f64().unwrap() > 0.0, "{x}");
+            }
+        }
+    }
+    // Progress lines reached the host while the guest ran.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nimble-lab: [4/4] round 1/1: "), "{err}");
 }

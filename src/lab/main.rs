@@ -37,9 +37,11 @@ EXPERIMENTS (workloads, and presets that expand to workloads and variants):
                   per client count: throughput, MB/sec (and max latency, ms)
   perf-messaging  the real perf bench sched messaging (linux-perf) -g GROUPS: time, s
   perf-pipe       the real perf bench sched pipe, PAIRS at once: usecs/op (and ops/s)
+  mason-schbench  Chris Mason's schbench (third_party/schbench, built with the lab): 2 message
+                  threads wake WORKERS: wakeup latency p99 (and p50, p99.9, request p99), us
   seed000         stream + dbench-tbench; eevdf, tip, v3, v4, v4.1, v4.2 (scx_nimble --numa-rule,
                   --imb-formula)
-  seed002         hackbench + schbench + dbench-tbench; eevdf, tip, david, ego-1, ego-2 (scx_nimble
+  seed002         hackbench + mason-schbench + dbench-tbench; eevdf, tip, david, ego-1, ego-2 (scx_nimble
                   --swq modes)
   Presets also add every peer found on PATH (scx_bpfland, scx_p2dq, scx_rusty, scx_cosmos,
   scx_lavd) unless --no-peers; --variants replaces a preset's variants.

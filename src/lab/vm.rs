@@ -36,17 +36,22 @@ fn repo() -> Result<PathBuf> {
 }
 
 /// `--add SRC:DST` for the real benchmarks the plan runs that nimble-vm's
-/// base image lacks: dbench's tbench, tbench_srv (with their libraries) and
-/// its 25 MB loadfile, at their host paths. (perf is in the base image.)
+/// base image lacks: schbench (built by build.rs) as /bin/schbench;
+/// dbench's tbench, tbench_srv (with their libraries) and its 25 MB
+/// loadfile, at their host paths. (perf is in the base image.)
 fn guest_adds(plan: &Plan) -> Result<Vec<String>> {
-    if !plan
-        .experiments
-        .iter()
-        .any(|e| e.workload == "dbench-tbench")
-    {
-        return Ok(vec![]);
-    }
+    let runs = |w: &str| plan.experiments.iter().any(|e| e.workload == w);
     let mut adds = vec![];
+    if runs("mason-schbench") {
+        let bin = crate::workloads::schbench_tool().bin;
+        let p = variant::which(bin)
+            .or_else(|| Some(Path::new(bin).to_path_buf()).filter(|p| p.is_file()))
+            .context("mason-schbench: the schbench build.rs compiled is missing (cargo build)")?;
+        adds.push(format!("{}:/bin/schbench", p.display()));
+    }
+    if !runs("dbench-tbench") {
+        return Ok(adds);
+    }
     for bin in ["tbench", "tbench_srv"] {
         let p = variant::which(bin).with_context(|| {
             format!("dbench-tbench: {bin} not found on PATH (Debian package dbench)")

@@ -11,6 +11,7 @@ use anyhow::{anyhow, bail, Result};
 mod crew;
 mod dbench_tbench;
 mod hackbench;
+mod mason_schbench;
 mod numa;
 mod perf_messaging;
 mod perf_pipe;
@@ -23,6 +24,7 @@ mod topo;
 
 pub(crate) use crew::Crew;
 pub(crate) use dbench_tbench::LOADFILE as TBENCH_LOADFILE;
+pub(crate) use mason_schbench::tool as schbench_tool;
 pub(crate) use topo::cur_cpu;
 
 /// One number a workload reports.
@@ -71,6 +73,7 @@ pub const ALL: &[&Spec] = &[
     &dbench_tbench::SPEC,
     &perf_messaging::SPEC,
     &perf_pipe::SPEC,
+    &mason_schbench::SPEC,
 ];
 
 pub fn spec(name: &str) -> Option<&'static Spec> {
@@ -94,6 +97,7 @@ pub fn run(name: &str, point: u32, opts: &Opts) -> Result<Vec<(String, f64)>> {
         "dbench-tbench" => dbench_tbench::run(point, opts)?,
         "perf-messaging" => perf_messaging::run(point, opts)?,
         "perf-pipe" => perf_pipe::run(point, opts)?,
+        "mason-schbench" => mason_schbench::run(point, opts)?,
         _ => bail!("unknown workload '{name}'"),
     };
     // Every workload must report exactly its Spec's metrics, in order.
@@ -181,6 +185,7 @@ pub(crate) mod tests {
             "dbench-tbench",
             "perf-messaging",
             "perf-pipe",
+            "mason-schbench",
         ];
         assert_eq!(names, want);
         for s in ALL {
