@@ -66,8 +66,9 @@ static __always_inline bool bal_fits(s64 A, s64 nA, s64 B, s64 nB, s64 w, s64 p,
  * LLC either way once a 3200 loop crosses, but 16000 vs 16000 per node,
  * after which node 0's siblings even out (cgroups of 100 and 400: 2.8x,
  * not 4x). The lightest busy remote node per CPU, nearest first on a tie,
- * and its lightest LLC that @p may run on; -1: no node lighter by 1/8 or
- * no move that narrows the gap. @from: where remote LLCs start in
+ * and its lightest LLC that @p may run on; -1: no node lighter by 1/16 (as
+ * between LLCs; 1/8 left 16800 vs 15200, the light loop that evens them
+ * unmoved) or no move that narrows the gap. @from: where remote LLCs start in
  * @own's steal order.
  */
 static __always_inline s32 balance_node(struct task_struct *p, s64 w, u32 own,
@@ -108,7 +109,7 @@ static __always_inline s32 balance_node(struct task_struct *p, s64 w, u32 own,
 		lb = load;
 		ln = n;
 	}
-	if (best < 0 || !nA || NB * nA * 9 >= NA * nB * 8 ||
+	if (best < 0 || !nA || NB * nA * 16 >= NA * nB * 15 ||
 	    !bal_fits(NA, nA, NB, nB, w, 1, 2))
 		return -1;
 	return best;
