@@ -112,6 +112,7 @@ pub struct Opts {
     /// How --stats and --monitor print: `human` (aligned lines, rates per
     /// second over the interval), `line` (one `stats:` line of counters
     /// cumulative since attach, for grep) or `json` (one object per interval).
+    /// Without --stats or --monitor it has no effect.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t)]
     pub stats_format: crate::stats::StatsFormat,
 

@@ -60,11 +60,18 @@ fn unit_reads_flags_and_conflicts_with_other_loaders() {
 }
 
 #[test]
-fn install_refuses_unknown_options() {
+fn install_refuses_bad_options_in_one_line() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/install.sh");
-    let out = Command::new("sh").arg(script).arg("--bogus").output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("unknown option --bogus"), "{err}");
+    for (args, want) in [
+        (&["--bogus"][..], "unknown option --bogus"),
+        (&["--prefix"][..], "--prefix needs a directory"),
+        (&["--prefix", "opt"][..], "must be an absolute path"),
+        (&["--prefix", "/opt/a|b"][..], "characters"),
+    ] {
+        let out = Command::new("sh").arg(&script).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
 }

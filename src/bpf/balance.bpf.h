@@ -116,10 +116,11 @@ static __always_inline s32 balance_node(struct task_struct *p, s64 w, u32 own,
 }
 
 /*
- * The LLC @p, whose slice ended on @own, should queue on: the least loaded
- * LLC of its node if that narrows the gap (or, stuck, the escape above);
- * else, when both nodes are busy (no idle CPU: more tasks than CPUs), an
- * LLC of the lightest remote node if that narrows the gap between nodes.
+ * The LLC @p, whose slice ended on @own, should queue on, first of: the
+ * least loaded LLC of its node if that narrows the gap; when both nodes
+ * are busy (no idle CPU: more tasks than CPUs), an LLC of the lightest
+ * remote node if that narrows the gap between nodes; once stuck for
+ * BAL_STUCK_NS, the escape above.
  * The NUMA gate's allowance (imb_numa_nr, counted in tasks) governs a node
  * with idle CPUs.
  */
@@ -151,8 +152,6 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 	if (oc->nr_running <= nA || !nA)
 		return own;
 	now = now_ns();
-	if (tctx->bal_at && now - tctx->bal_at < BAL_COOL_NS)
-		return own;
 	node = node_of_llc(own);
 	/*
 	 * The least loaded sibling per CPU that @p may run on, lighter than
@@ -181,6 +180,8 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 	even = best == own || best_B * nA * 16 >= A * best_n * 15;
 	if (even && oc->stuck_since)
 		WRITE_ONCE(oc->stuck_since, 0);
+	if (tctx->bal_at && now - tctx->bal_at < BAL_COOL_NS)
+		return own;
 	if (!even && bal_fits(A, nA, best_B, best_n, w, 1, 2))
 		goto move;
 	if (from) {

@@ -13,6 +13,10 @@ pub struct Progress {
     total: u64,
     done: u64,
     runs: u32,
+    /// Samples per variant and round, and those done in the current one
+    /// (a detach skips the rest of that variant's round).
+    per_round: u64,
+    in_round: u64,
     t0: Instant,
     bar: Option<ProgressBar>,
 }
@@ -52,6 +56,8 @@ impl Progress {
             total,
             done: 0,
             runs: plan.runs,
+            per_round: points,
+            in_round: 0,
             t0: Instant::now(),
             bar,
         }
@@ -74,10 +80,12 @@ impl Progress {
                 self.total, env.kernel, env.cpus
             )),
             Event::Attach { round: r, variant, attach_s, .. } => {
+                self.in_round = 0;
                 Some(format!("{}: {variant} attached in {attach_s:.1} s", round(*r)))
             }
             Event::Sample(s) => {
                 self.done += 1;
+                self.in_round += 1;
                 let value = s.metrics.first().map_or(String::new(), |(k, v)| format!(": {k} {v:.4}"));
                 Some(format!(
                     "[{}/{}] {}: {} {} {}{value} (elapsed {}, ETA {})",
@@ -92,7 +100,14 @@ impl Progress {
                 ))
             }
             Event::Detached { round: r, variant, message } => {
-                Some(format!("{}: {variant} DETACHED: {message}", round(*r)))
+                // The round's other samples of this variant will not come.
+                let skipped = self.per_round.saturating_sub(self.in_round);
+                self.done += skipped;
+                self.in_round = self.per_round;
+                Some(format!(
+                    "{}: {variant} DETACHED, {skipped} samples skipped: {message}",
+                    round(*r)
+                ))
             }
             Event::Error { message } => Some(format!("error: {message}")),
         }
@@ -124,8 +139,8 @@ impl Progress {
             b.finish_and_clear();
         }
         eprintln!(
-            "nimble-lab: {} of {} samples in {}",
-            self.done,
+            "nimble-lab: {} of {} samples done or skipped in {}",
+            self.done.min(self.total),
             self.total,
             hms(self.t0.elapsed())
         );
@@ -151,8 +166,11 @@ mod tests {
             p.line(e);
         }
         assert_eq!(p.done, ev.len() as u64);
+        // A detach right after an attach skips that variant's 2 points.
+        p.line(&Event::Attach { round: 1, variant: "tip".into(), ops: String::new(), attach_s: 1.0 });
         let d = p.line(&Event::Detached { round: 1, variant: "tip".into(), message: "stall".into() });
-        assert_eq!(d.unwrap(), format!("round 2/{}: tip DETACHED: stall", plan.runs));
+        assert_eq!(d.unwrap(), format!("round 2/{}: tip DETACHED, 2 samples skipped: stall", plan.runs));
+        assert_eq!(p.done, ev.len() as u64 + 2);
     }
 
     #[test]

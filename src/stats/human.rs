@@ -48,11 +48,13 @@ fn row(s: &mut String, label: &str, body: &str) {
     let _ = writeln!(s, "  {label:<LABEL$}{body}");
 }
 
-/// CPU busy % over the interval from /proc/stat ticks, whole machine.
+/// CPU busy % over the interval from /proc/stat ticks, whole machine; "-"
+/// for the first sample (the ticks count since boot, not since attach).
 fn busy_pct(prev: Option<&Metrics>, m: &Metrics) -> String {
+    let Some(prev) = prev else { return "-".into() };
     let (mut busy, mut total) = (0, 0);
     for (cpu, c) in &m.cpus {
-        let p = prev.and_then(|p| p.cpus.get(cpu));
+        let p = prev.cpus.get(cpu);
         busy += d(c.busy_ticks, p.map_or(0, |p| p.busy_ticks));
         total += d(c.total_ticks, p.map_or(0, |p| p.total_ticks));
     }
@@ -62,6 +64,9 @@ fn busy_pct(prev: Option<&Metrics>, m: &Metrics) -> String {
 /// The interval's output, ending with a newline. `prev`: the previous
 /// sample (None: rates since attach).
 pub fn human(prev: Option<&Metrics>, m: &Metrics) -> String {
+    // A reload (hotplug) restarts the counters and the uptime: count that
+    // interval from the new attach, not against the old scheduler's totals.
+    let prev = prev.filter(|p| p.uptime_s < m.uptime_s);
     let zero = Group::default();
     let pg = |f: &dyn Fn(&Metrics) -> Option<&Group>| prev.and_then(f).unwrap_or(&zero);
     let secs = (m.uptime_s - prev.map_or(0.0, |p| p.uptime_s)).max(1e-3);
@@ -112,7 +117,8 @@ pub fn human(prev: Option<&Metrics>, m: &Metrics) -> String {
             "{}: own llc {}  stolen {}  kept running {}  went idle {}",
             rate(ran, secs),
             pct(dd(|g| g.llc_own), ran),
-            pct(dd(|g| g.steal_node + g.steal_remote + g.cpuq_steal), ran),
+            // cpuq_steal is inside llc_own (same LLC) or steal_node already.
+            pct(dd(|g| g.steal_node + g.steal_remote), ran),
             rate(dd(|g| g.keep_running), secs),
             rate(dd(|g| g.go_idle), secs),
         ),
@@ -276,6 +282,15 @@ mod tests {
         // Short: a header and a handful of lines, none over 110 columns.
         assert!(a.lines().count() <= 14, "{a}");
         assert!(a.lines().all(|l| l.len() <= 110), "{a}");
+    }
+
+    #[test]
+    fn restarted_counters_count_from_the_new_attach() {
+        let v = samples(crate::tui::ui::tests::N2L4);
+        // The later sample as `prev`: as after a reload, uptime went back.
+        let out = human(Some(&v[1]), &v[0]);
+        assert!(out.lines().next().unwrap().contains("since attach"), "{out}");
+        assert!(out.contains("cpu busy -"), "{out}");
     }
 
     #[test]

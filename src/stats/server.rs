@@ -43,8 +43,8 @@ pub fn help() -> Result<()> {
 }
 
 /// `--monitor` and `--stats`: prints the running scheduler's metrics every
-/// `interval` seconds (one `stats:` line and the busiest cgroups' `cgroup:`
-/// lines, or one JSON object with `json`),
+/// `interval` seconds in `fmt` (the human summary, the `stats:` line with
+/// the busiest cgroups' `cgroup:` lines, or one JSON object),
 /// until `shutdown` or until nobody reads the output any more (a closed
 /// pipe, `| head -1`: that ends the monitor quietly, not the scheduler).
 pub fn monitor(

@@ -10,7 +10,7 @@ use std::time::Duration;
 pub static SPEC: Spec = Spec {
     name: "mason-schbench",
     param: "workers",
-    about: "Chris Mason's schbench -m 2 -t WORKERS/2 -r SECS (vendored, built with the lab): wakeup p99",
+    about: "Chris Mason's schbench -m 2 -t ceil(WORKERS/2) -r SECS (vendored; an odd WORKERS runs one more): wakeup p99",
     metrics: &[
         lower("p99", "us"),
         lower("p50", "us"),
