@@ -72,12 +72,21 @@ fn schbench() {
     let out = std::path::Path::new(&std::env::var("OUT_DIR").unwrap()).join("schbench");
     let cc = cc::Build::new().get_compiler();
     let st = std::process::Command::new(cc.path())
-        .args(["-O2", "-w", "-D_LARGEFILE_SOURCE", "-D_FILE_OFFSET_BITS=64", "-o"])
+        .args([
+            "-O2",
+            "-w",
+            "-D_LARGEFILE_SOURCE",
+            "-D_FILE_OFFSET_BITS=64",
+            "-o",
+        ])
         .arg(&out)
         .args(["third_party/schbench/schbench.c", "-lpthread", "-lm"])
         .status()
         .expect("running the C compiler for schbench");
-    assert!(st.success(), "compiling third_party/schbench/schbench.c failed");
+    assert!(
+        st.success(),
+        "compiling third_party/schbench/schbench.c failed"
+    );
     println!("cargo:rustc-env=NIMBLE_SCHBENCH={}", out.display());
     println!("cargo:rerun-if-changed=third_party/schbench/schbench.c");
 }

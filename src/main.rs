@@ -184,7 +184,8 @@ fn monitor(opts: &Opts) -> Result<()> {
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("installing the Ctrl-C/SIGTERM handler")?;
     let secs = opts.monitor.unwrap_or(1.0);
-    stats::monitor(secs, opts.stats_fmt(), shutdown).context("reading /var/run/scx/root/stats (root only)")
+    stats::monitor(secs, opts.stats_fmt(), shutdown)
+        .context("reading /var/run/scx/root/stats (root only)")
 }
 
 fn show_topology(a: &TopologyArgs) -> Result<()> {

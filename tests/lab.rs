@@ -236,12 +236,38 @@ fn eevdf_only_experiment_natively() {
     }
     // `report` redraws the same tables from the saved JSON, and the plots.
     let redrawn = d.join("redrawn");
-    let again = lab_ok(&["report", json.to_str().unwrap(), "--plot-dir", redrawn.to_str().unwrap()]);
-    assert_eq!(again, stdout, "report FILE.json differs from the run's own tables");
+    let again = lab_ok(&[
+        "report",
+        json.to_str().unwrap(),
+        "--plot-dir",
+        redrawn.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        again, stdout,
+        "report FILE.json differs from the run's own tables"
+    );
     assert!(redrawn.join("t-tbench.svg").exists());
     // Without a terminal, progress is a line per sample with an ETA.
-    let err = String::from_utf8_lossy(&lab(&["tbench", "--variants", "eevdf", "--runs", "2", "--points", "1", "--secs", "0.2", "--no-plots"]).stderr).into_owned();
-    assert!(err.contains("nimble-lab: [2/2] round 2/2: eevdf tbench 1: ") && err.contains("ETA "), "{err}");
+    let err = String::from_utf8_lossy(
+        &lab(&[
+            "tbench",
+            "--variants",
+            "eevdf",
+            "--runs",
+            "2",
+            "--points",
+            "1",
+            "--secs",
+            "0.2",
+            "--no-plots",
+        ])
+        .stderr,
+    )
+    .into_owned();
+    assert!(
+        err.contains("nimble-lab: [2/2] round 2/2: eevdf tbench 1: ") && err.contains("ETA "),
+        "{err}"
+    );
 }
 
 fn on_path(bin: &str) -> bool {
@@ -384,15 +410,45 @@ fn vm_real_benchmarks_tiny() {
     let t0 = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_nimble-lab"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["dbench-tbench", "mason-schbench", "--variants", "eevdf,nimble"])
-        .args(["--runs", "1", "--points", "2", "--secs", "2", "--vm", "n2l4", "--no-plots"])
+        .args([
+            "dbench-tbench",
+            "mason-schbench",
+            "--variants",
+            "eevdf,nimble",
+        ])
+        .args([
+            "--runs",
+            "1",
+            "--points",
+            "2",
+            "--secs",
+            "2",
+            "--vm",
+            "n2l4",
+            "--no-plots",
+        ])
         .args(["--json", json.to_str().unwrap(), "--kernel", &kernel()])
         .output()
         .unwrap();
-    let result = if out.status.success() { "passed" } else { "FAILED" };
-    common::record(&kernel(), "n2l4", "nimble-lab:real-tiny", result, t0.elapsed().as_secs(), "");
+    let result = if out.status.success() {
+        "passed"
+    } else {
+        "FAILED"
+    };
+    common::record(
+        &kernel(),
+        "n2l4",
+        "nimble-lab:real-tiny",
+        result,
+        t0.elapsed().as_secs(),
+        "",
+    );
     eprint!("{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let j = check_json(&json, 1, &["eevdf", "nimble"]);
     for x in j["experiments"].as_array().unwrap() {
         if x["metric"] == "throughput" || x["metric"] == "p50" {

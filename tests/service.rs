@@ -56,7 +56,11 @@ fn unit_reads_flags_and_conflicts_with_other_loaders() {
         .arg("--help")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{example}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{example}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

@@ -289,7 +289,10 @@ fn report_main() -> Result<()> {
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
             let line = cli_line::clap_error_line(&e);
-            eprintln!("nimble-lab: {} (see report --help)", line.trim_start_matches("error: "));
+            eprintln!(
+                "nimble-lab: {} (see report --help)",
+                line.trim_start_matches("error: ")
+            );
             std::process::exit(2);
         }
     };

@@ -79,14 +79,25 @@ impl Progress {
                 "running {} samples on {} ({} CPUs)",
                 self.total, env.kernel, env.cpus
             )),
-            Event::Attach { round: r, variant, attach_s, .. } => {
+            Event::Attach {
+                round: r,
+                variant,
+                attach_s,
+                ..
+            } => {
                 self.in_round = 0;
-                Some(format!("{}: {variant} attached in {attach_s:.1} s", round(*r)))
+                Some(format!(
+                    "{}: {variant} attached in {attach_s:.1} s",
+                    round(*r)
+                ))
             }
             Event::Sample(s) => {
                 self.done += 1;
                 self.in_round += 1;
-                let value = s.metrics.first().map_or(String::new(), |(k, v)| format!(": {k} {v:.4}"));
+                let value = s
+                    .metrics
+                    .first()
+                    .map_or(String::new(), |(k, v)| format!(": {k} {v:.4}"));
                 Some(format!(
                     "[{}/{}] {}: {} {} {}{value} (elapsed {}, ETA {})",
                     self.done,
@@ -99,7 +110,11 @@ impl Progress {
                     self.eta().map_or("-".into(), hms)
                 ))
             }
-            Event::Detached { round: r, variant, message } => {
+            Event::Detached {
+                round: r,
+                variant,
+                message,
+            } => {
                 // The round's other samples of this variant will not come.
                 let skipped = self.per_round.saturating_sub(self.in_round);
                 self.done += skipped;
@@ -160,16 +175,37 @@ mod tests {
         assert_eq!(p.total, 4 * plan.runs as u64);
         let ev = fake_events();
         let first = p.line(&ev[0]).unwrap();
-        assert!(first.starts_with(&format!("[1/{}] round 1/{}: eevdf hackbench 1: time 4.0000", p.total, plan.runs)), "{first}");
+        assert!(
+            first.starts_with(&format!(
+                "[1/{}] round 1/{}: eevdf hackbench 1: time 4.0000",
+                p.total, plan.runs
+            )),
+            "{first}"
+        );
         assert!(first.contains("ETA "), "{first}");
         for e in &ev[1..] {
             p.line(e);
         }
         assert_eq!(p.done, ev.len() as u64);
         // A detach right after an attach skips that variant's 2 points.
-        p.line(&Event::Attach { round: 1, variant: "tip".into(), ops: String::new(), attach_s: 1.0 });
-        let d = p.line(&Event::Detached { round: 1, variant: "tip".into(), message: "stall".into() });
-        assert_eq!(d.unwrap(), format!("round 2/{}: tip DETACHED, 2 samples skipped: stall", plan.runs));
+        p.line(&Event::Attach {
+            round: 1,
+            variant: "tip".into(),
+            ops: String::new(),
+            attach_s: 1.0,
+        });
+        let d = p.line(&Event::Detached {
+            round: 1,
+            variant: "tip".into(),
+            message: "stall".into(),
+        });
+        assert_eq!(
+            d.unwrap(),
+            format!(
+                "round 2/{}: tip DETACHED, 2 samples skipped: stall",
+                plan.runs
+            )
+        );
         assert_eq!(p.done, ev.len() as u64 + 2);
     }
 

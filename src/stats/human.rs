@@ -109,7 +109,8 @@ pub fn human(prev: Option<&Metrics>, m: &Metrics) -> String {
             pct(dd(|g| g.ins_swq), ins),
         ),
     );
-    let ran = dd(|g| g.run_direct + g.run_local + g.llc_own + g.steal_node + g.steal_remote + g.run_swq);
+    let ran =
+        dd(|g| g.run_direct + g.run_local + g.llc_own + g.steal_node + g.steal_remote + g.run_swq);
     row(
         &mut s,
         "dispatch",
@@ -236,7 +237,10 @@ mod tests {
     use super::*;
 
     fn samples(jsonl: &str) -> Vec<Metrics> {
-        jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        jsonl
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     }
 
     /// Recorded `--monitor 1 --json` samples render as the saved text
@@ -247,7 +251,10 @@ mod tests {
         for w in v.windows(2) {
             out += &human(Some(&w[0]), &w[1]);
         }
-        let path = format!("{}/src/stats/testdata/{name}.txt", env!("CARGO_MANIFEST_DIR"));
+        let path = format!(
+            "{}/src/stats/testdata/{name}.txt",
+            env!("CARGO_MANIFEST_DIR")
+        );
         if std::env::var_os("NIMBLE_BLESS").is_some() {
             std::fs::write(&path, &out).unwrap();
             return;
@@ -272,9 +279,13 @@ mod tests {
         let l2 = samples(crate::tui::ui::tests::L2);
         let a = human(Some(&n2l4[0]), &n2l4[1]);
         let b = human(Some(&l2[0]), &l2[1]);
-        let has = |out: &str, label: &str| out.lines().any(|l| l.starts_with(&format!("  {label} ")));
+        let has =
+            |out: &str, label: &str| out.lines().any(|l| l.starts_with(&format!("  {label} ")));
         // Two nodes, four LLCs, swq off: node and LLC lines, no swq line.
-        assert!(has(&a, "node 1") && has(&a, "llc 3") && has(&a, "numa"), "{a}");
+        assert!(
+            has(&a, "node 1") && has(&a, "llc 3") && has(&a, "numa"),
+            "{a}"
+        );
         assert!(!has(&a, "swq"), "{a}");
         // One node, swq on: no NUMA lines, an swq line.
         assert!(!has(&b, "numa") && !has(&b, "node 0"), "{b}");
@@ -289,7 +300,10 @@ mod tests {
         let v = samples(crate::tui::ui::tests::N2L4);
         // The later sample as `prev`: as after a reload, uptime went back.
         let out = human(Some(&v[1]), &v[0]);
-        assert!(out.lines().next().unwrap().contains("since attach"), "{out}");
+        assert!(
+            out.lines().next().unwrap().contains("since attach"),
+            "{out}"
+        );
         assert!(out.contains("cpu busy -"), "{out}");
     }
 
