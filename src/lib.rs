@@ -1,10 +1,11 @@
 //! The scx_nimble library: what the scheduler, `nimble-lab` and the tests
 //! share. The machine model and the policy maths (topology, NUMA thresholds,
-//! steal order, swq shards), the NUMA decision functions BPF runs (compiled
-//! for the host from src/bpf/rules.h), the wait-histogram buckets, the types
-//! of src/bpf/intf.h and the one-line error format.
+//! steal order, swq shards), the NUMA and core-policy decision functions BPF
+//! runs (compiled for the host from src/bpf/rules.h), the wait-histogram
+//! buckets, the types of src/bpf/intf.h and the one-line error format.
 
 pub mod bpf_intf;
 pub mod cli_line;
+pub mod core_rules;
 pub mod hist;
 pub mod topology;

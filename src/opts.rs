@@ -25,10 +25,10 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(50..=100_000))]
     pub slice_min_us: u64,
 
-    /// When a synchronous wakeup (pipes, sockets) finds no idle CPU, run the
-    /// wakee next on the waker's CPU if it would head its LLC queue anyway.
-    /// In the VM: perf messaging 30-44 % faster, hackbench faster at 1 and
-    /// 16 groups but slower at 4, tbench level (README), so off by default.
+    /// When a synchronous wakeup (pipes, sockets) finds no idle CPU, queue
+    /// the wakee on the waker's CPU even if more tasks wait there than on
+    /// its previous CPU (by default only if no more do). The pair shares a
+    /// cache; a waker that does not sleep at once delays its wakee.
     #[arg(long)]
     pub wake_sync: bool,
 
@@ -41,12 +41,28 @@ pub struct Opts {
     #[arg(long)]
     pub no_cpu_queues: bool,
 
-    /// Wakeup preemption: a woken task preempts the one running on its CPU
-    /// when its deadline is earlier by more than US microseconds. Off by
-    /// default: in the VM it cost hackbench more than it gained tbench.
-    #[arg(long, value_name = "US",
-          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
-    pub preempt_gap_us: Option<u64>,
+    /// Turn wakeup preemption off: a woken task then waits for the running
+    /// task's slice to end. On (the default), a woken task with the earlier
+    /// deadline takes the CPU once the running task has run its protected
+    /// part (EEVDF's rule; see --preempt-min-us).
+    #[arg(long)]
+    pub no_preempt: bool,
+
+    /// The least a running task keeps of its slice before a wakeup with an
+    /// earlier deadline takes its CPU, in microseconds; it keeps the
+    /// wakee's request if longer, and never more than its own. Lower cuts
+    /// the wakeup latency of short sleepers; higher switches less.
+    #[arg(long, value_name = "US", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    pub preempt_min_us: u64,
+
+    /// The shortest request, in microseconds: a task's deadline lies its
+    /// CPU time per wakeup (averaged) past its start, but no less than
+    /// this. Lower puts the shortest sleepers ahead of more of the queue;
+    /// higher orders alike short sleepers by arrival.
+    #[arg(long, value_name = "US", default_value_t = 100,
+          value_parser = clap::value_parser!(u64).range(10..=100_000))]
+    pub req_min_us: u64,
 
     /// Formula for the NUMA imbalance thresholds (imb_numa_nr): the kernel's
     /// since v6.0, its first merged version, or the LKML v4 patch's.

@@ -164,6 +164,10 @@ impl<'a> Scheduler<'a> {
         let mut skel = scx_ops_open!(builder, open_object, nimble_ops, None)?;
         skel.struct_ops.nimble_ops_mut().exit_dump_len = opts.exit_dump_len;
         skel.struct_ops.nimble_ops_mut().hotplug_seq = hotplug_seq;
+        // A task that cannot run at once on the local DSQ it was put on (a
+        // higher class took the CPU), or that such a class preempts, comes
+        // back to ops.enqueue (kernel 7.1; 0 before: the flag is left out).
+        skel.struct_ops.nimble_ops_mut().flags |= *scx_utils::compat::SCX_OPS_ALWAYS_ENQ_IMMED;
         if opts.test_stall_after_ms.is_some() {
             // The watchdog's verdict in seconds, not the usual 30.
             skel.struct_ops.nimble_ops_mut().timeout_ms = 3000;
@@ -174,7 +178,9 @@ impl<'a> Scheduler<'a> {
         rodata.slice_min_ns = opts.slice_min_us.min(opts.slice_us) * 1000;
         rodata.wake_sync = opts.wake_sync;
         rodata.cpu_queues = !opts.no_cpu_queues;
-        rodata.preempt_gap_ns = opts.preempt_gap_us.map_or(u64::MAX, |us| us * 1000);
+        rodata.wake_preempt = !opts.no_preempt;
+        rodata.preempt_min_ns = opts.preempt_min_us * 1000;
+        rodata.req_min_ns = opts.req_min_us.min(opts.slice_us) * 1000;
         rodata.numa_patience_ns = opts.numa_patience_us * 1000;
         rodata.test_error_after_ns = opts.test_error_after_ms.map_or(0, |ms| ms * 1_000_000);
         rodata.test_stall_after_ns = opts.test_stall_after_ms.map_or(0, |ms| ms * 1_000_000);
@@ -197,6 +203,17 @@ impl<'a> Scheduler<'a> {
             }
             rodata.node_nr_cpus[node] += layout.llc_cpus(llc).len() as u32;
             rodata.llc_nr_shards[llc] = swq.llc_shards[llc] as u32;
+        }
+        // Each LLC's CPUs in one list, and each CPU's place in its LLC
+        // (the per-LLC bitmaps' bits): walks over an LLC cost its size.
+        let mut first = 0;
+        for llc in 0..layout.nr_llcs() {
+            rodata.llc_first[llc] = first as u32;
+            for (pos, &cpu) in layout.llc_cpus(llc).iter().enumerate() {
+                rodata.llc_cpus[first + pos] = cpu as u32;
+                rodata.cpu_pos[cpu] = pos as u32;
+            }
+            first += layout.llc_cpus(llc).len();
         }
         for (cpu, &shard) in swq.cpu_shard.iter().enumerate() {
             rodata.cpu_shard[cpu] = shard as u32;

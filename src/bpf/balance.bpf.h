@@ -82,15 +82,15 @@ static __always_inline s32 balance_node(struct task_struct *p, s64 w, u32 own,
 	if (!node_busy(node))
 		return -1;
 	NA = node_ctx(node)->hog_load;
-	nA = node_nr_cpus[node & (MAX_NODES - 1)];
+	nA = node_cap(node);
 	bpf_for(i, from, nr_llcs) {
 		l = steal_victim(own, i);
 		lnode = node_of_llc(l);
 		if (lnode == node || !node_busy(lnode))
 			continue;
-		nl = node_nr_cpus[lnode & (MAX_NODES - 1)];
+		nl = node_cap(lnode);
 		Nl = node_ctx(lnode)->hog_load;
-		n = llc_nr_cpus[l & (MAX_LLCS - 1)];
+		n = llc_cap(l);
 		load = llc_ctx(l)->hog_load;
 		if (!n || !nl)
 			continue;
@@ -109,7 +109,8 @@ static __always_inline s32 balance_node(struct task_struct *p, s64 w, u32 own,
 		lb = load;
 		ln = n;
 	}
-	if (best < 0 || !nA || NB * nA * 16 >= NA * nB * 15 ||
+	/* A node with no usable CPU sheds load to any that has one. */
+	if (best < 0 || (nA && NB * nA * 16 >= NA * nB * 15) ||
 	    !bal_fits(NA, nA, NB, nB, w, 1, 2))
 		return -1;
 	return best;
@@ -135,21 +136,21 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 	s32 far;
 	u64 now;
 
-	/* CPU-bound tasks only: short sleepers' load comes and goes. */
-	if (p->scx.slice || tctx->full_slices < HOG_SLICES)
+	/* CPU-bound tasks only (callers: at slice end); sleepers' load comes and goes. */
+	if (tctx->full_slices < HOG_SLICES)
 		return own;
 	if (nr_llcs < 2 || p->nr_cpus_allowed == 1 || !w ||
 	    tctx->rq_node < 0 || tctx->rq_llc != own || own >= MAX_LLCS)
 		return own;
 	oc = llc_ctx(own);
 	A = oc->hog_load;
-	nA = llc_nr_cpus[own & (MAX_LLCS - 1)];
+	nA = llc_cap(own);
 	/*
 	 * Leaving would idle one of the LLC's CPUs, which would then steal a
 	 * task back by count, whatever its weight: the two moves undid each
 	 * other (2000 moves in 12 s, 16 loops on l2).
 	 */
-	if (oc->nr_running <= nA || !nA)
+	if (oc->nr_running <= nA)
 		return own;
 	now = now_ns();
 	node = node_of_llc(own);
@@ -165,9 +166,9 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 			from = i;
 			break;
 		}
-		n = llc_nr_cpus[l & (MAX_LLCS - 1)];
+		n = llc_cap(l);
 		load = llc_ctx(l)->hog_load;
-		if (!n || load * best_n >= best_B * n)
+		if (!n || (best_n && load * best_n >= best_B * n))
 			continue;
 		m = llc_mask(l);
 		if (!m || !bpf_cpumask_intersects(m, p->cpus_ptr))
@@ -177,10 +178,10 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 		best_n = n;
 	}
 	/* Even within 1/16 (or no lighter sibling): nothing to escape from. */
-	even = best == own || best_B * nA * 16 >= A * best_n * 15;
+	even = best == own || (nA && best_B * nA * 16 >= A * best_n * 15);
 	if (even && oc->stuck_since)
 		WRITE_ONCE(oc->stuck_since, 0);
-	if (tctx->bal_at && now - tctx->bal_at < BAL_COOL_NS)
+	if (tctx->bal_at && clock_since(now, tctx->bal_at) < BAL_COOL_NS)
 		return own;
 	if (!even && bal_fits(A, nA, best_B, best_n, w, 1, 2))
 		goto move;
@@ -197,7 +198,7 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 		WRITE_ONCE(oc->stuck_since, now);
 		return own;
 	}
-	if (now - oc->stuck_since < BAL_STUCK_NS ||
+	if (clock_since(now, oc->stuck_since) < BAL_STUCK_NS ||
 	    !bal_fits(A, nA, best_B, best_n, w, 5, 4))
 		return own;
 move:

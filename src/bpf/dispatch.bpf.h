@@ -50,8 +50,9 @@ static bool take_from_llc(s32 cpu, u32 llc)
  */
 static bool pull_remote_llc(s32 cpu, u32 victim, u32 node, bool cold_only)
 {
+	struct llc_bits *b;
+	u32 s, i, n, at, d, last = 0;
 	s32 c;
-	u32 s;
 
 	if (scx_bpf_dsq_nr_queued(llc_dsq(victim)) > 0 &&
 	    pull_remote(llc_dsq(victim), cpu, node, cold_only))
@@ -64,10 +65,21 @@ static bool pull_remote_llc(s32 cpu, u32 victim, u32 node, bool cold_only)
 	}
 	if (!cpuq_waiting(victim))
 		return false;
-	bpf_for(c, 0, nr_cpu_ids) {
-		if (c >= MAX_CPUS)
-			break;
-		if (llc_of(c) == victim && scx_bpf_dsq_nr_queued(cpu_dsq(c)) &&
+	/* The victim's CPUs with tasks on their own queue, by its bitmap. */
+	victim &= MAX_LLCS - 1;
+	b = &llc_cpuq[llc_idx(victim)];
+	n = llc_nr_cpus[victim];
+	at = n - 1;
+	bpf_for(i, 0, n) {
+		c = llc_bits_next(b, victim, at);
+		if (c < 0)
+			return false;
+		at = cpu_pos[c & (MAX_CPUS - 1)];
+		d = ring_after(n, n - 1, at);
+		if (d <= last)
+			return false;	/* went round */
+		last = d;
+		if (scx_bpf_dsq_nr_queued(cpu_dsq(c)) &&
 		    pull_remote(cpu_dsq(c), cpu, node, cold_only))
 			return true;
 	}
@@ -169,7 +181,8 @@ static __always_inline void kick_for_head(s32 cpu, u64 dsq_id, bool overloaded)
 
 	bpf_for_each(scx_dsq, p, dsq_id, 0) {
 		tctx = lookup_task_ctx(p);
-		if (tctx && (overloaded || now_ns() - tctx->queued_at >= numa_patience_ns))
+		if (tctx && (overloaded ||
+			     clock_since(now_ns(), tctx->queued_at) >= numa_patience_ns))
 			kick_idle_cpu(p, cpu, tctx, true);
 		break;	/* the head only: first in line */
 	}

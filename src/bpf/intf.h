@@ -82,14 +82,19 @@ struct numa_level {
 	X(STEAL_FAR, steal_far, "Remote steals from the third NUMA tier or farther") \
 	X(WAKE_SYNC, wake_sync, "Sync wakeups queued on the waker's CPU (the waker is about to sleep)") \
 	X(LAG_CLAMP, lag_clamp, "Tasks queued over a slice after their last deadline (no credit kept: lag clamp)") \
-	X(PREEMPT, preempt, "Wakeups that preempted a later-deadline task on their CPU") \
+	X(PREEMPT, preempt, "Wakeups that preempted the task on their CPU (earlier deadline, past its protected part)") \
+	X(SIDLE, sidle, "Wakeups put on a CPU that ran only SCHED_IDLE work (which yields at once)") \
 	X(BALANCE, balance, "Tasks whose slice ended moved to a less loaded LLC (summed weights)") \
 	X(SLICES, slices, "Slices given, shrunk with the LLC queue (see slice_ns)") \
 	X(SLICE_NS, slice_ns, "Sum of those slices in ns (average slice: slice_ns / slices)") \
 	X(CPUQ, cpuq, "Wakeups with no idle CPU queued on one CPU's own queue (not the LLC's)") \
 	X(CPUQ_WAKER, cpuq_waker, "Of those, on the sync waker's CPU (the waker runs there alone)") \
+	X(CPUQ_SPREAD, cpuq_spread, "Of those, on a sibling of the previous CPU whose queue was shorter (two choices)") \
 	X(CPUQ_STEAL, cpuq_steal, "Tasks taken from another CPU's own queue by a CPU with nothing else to run") \
-	X(GO_IDLE, go_idle, "Dispatch rounds that found nothing to run and no task to extend: the CPU went idle")
+	X(GO_IDLE, go_idle, "Dispatch rounds that found nothing to run and no task to extend: the CPU went idle") \
+	X(TAKEN_SKIP, taken_skip, "Wakeups and re-queues kept off the own queue of a CPU an RT or deadline task holds") \
+	X(REENQ, reenq, "Tasks the kernel handed back (SCX_ENQ_REENQ): their CPU was taken or could not run them at once") \
+	X(RESCUE, rescue, "Tasks handed back from the own queue of a CPU an RT or deadline task holds (by a sibling's tick)")
 
 enum nimble_stat {
 #define NIMBLE_STAT_ID(id, name, desc) STAT_##id,
@@ -136,6 +141,32 @@ enum numa_verdict {
 	NUMA_KEEP,	/* nothing: the rule keeps the load where it is */
 	NUMA_GO_COLD,	/* tasks that have waited numa_patience_ns */
 	NUMA_GO_ANY,	/* any task: overloaded for numa_patience_ns, or rule off */
+};
+
+/*
+ * Scheduling classes of tasks as wakeup preemption sees them (the kernel's
+ * normal_policy() and task_has_idle_policy()): SCHED_NORMAL, SCHED_BATCH,
+ * SCHED_IDLE.
+ */
+enum task_class {
+	TASK_NORMAL,
+	TASK_BATCH,
+	TASK_IDLE,
+};
+
+/*
+ * What wakeup preemption (wakeup_preempts() in rules.h) knows of a task:
+ * the one waking, or the one running on the CPU it would take. Times are
+ * the run queue clock (scx_bpf_now()), in ns.
+ */
+struct preempt_view {
+	unsigned long long deadline;	/* its deadline */
+	unsigned long long start;	/* waking: when it may start (eligible once
+					 * reached); running: when it started */
+	unsigned long long req;		/* its request: CPU time it asks for */
+	unsigned long long span;	/* the request at its weight (deadline - start) */
+	unsigned int class;		/* enum task_class */
+	unsigned int pad;
 };
 
 /*

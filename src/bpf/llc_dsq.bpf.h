@@ -14,6 +14,7 @@
 #include "vtime.bpf.h"
 #include "balance.bpf.h"
 #include "cpu_dsq.bpf.h"
+#include "preempt.bpf.h"
 
 /* LLC DSQ ids are the LLC ids (user DSQ ids are free below 2^63). */
 static __always_inline u64 llc_dsq(u32 llc)
@@ -76,18 +77,20 @@ static __always_inline void kick_idle_cpu_in(struct task_struct *p, struct task_
 
 /*
  * Queue @p on the DSQ of the LLC of the CPU it is on (which it may use) or,
- * when its slice ended there, of a less loaded LLC of the node; a wakeup
- * waits on its CPU's own queue instead (cpu_dsq.bpf.h). A wakeup may
- * preempt the task running on its CPU (vtime.bpf.h).
+ * when its slice ended there (@slice_end), of a less loaded LLC of the
+ * node; a wakeup waits on its CPU's own queue instead (cpu_dsq.bpf.h),
+ * unless another class holds that CPU or select_cpu said so (HINT_SHARED).
+ * A wakeup may preempt the task running on its CPU (preempt.bpf.h).
  */
 static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
-					struct task_ctx *tctx)
+					struct task_ctx *tctx, bool slice_end)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
-	bool waker = tctx->cpuq == -1;
-	u32 llc;
+	bool wakeup = enq_flags & SCX_ENQ_WAKEUP;
+	u32 hint = tctx->hint, llc;
 	u64 dl;
 
+	tctx->hint = HINT_NONE;
 	/* Queued again before it ran (dequeued behind our back): uncount it. */
 	cpuq_left(tctx);
 	if (!valid_cpu(cpu)) {
@@ -95,7 +98,7 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 		return;
 	}
 	llc = llc_of(cpu);
-	if (!(enq_flags & SCX_ENQ_WAKEUP))
+	if (slice_end)
 		llc = balance_llc(p, tctx, llc, true);
 	dl = task_deadline(p, tctx);
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
@@ -103,14 +106,24 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 	/*
 	 * Wakeups, and re-queues of tasks that sleep often (a slice that ran
 	 * out, a preemption), wait on their CPU's own queue; CPU-bound tasks
-	 * share the LLC DSQ, whose CPUs divide them by weight.
+	 * share the LLC DSQ, whose CPUs divide them by weight. select_cpu
+	 * already looked at a wakeup's CPU (HINT_WAKER / HINT_SHARED); for
+	 * anything else, look here whether another class holds it. A task
+	 * bound to its CPU waits there whatever holds it: on the LLC queue it
+	 * would only stand in the way of its siblings (cpuq_take_own()).
 	 */
-	if (((enq_flags & SCX_ENQ_WAKEUP) ||
-	     (llc == llc_of(cpu) && tctx->full_slices < HOG_SLICES)) &&
-	    cpuq_insert(p, tctx, cpu, dl, enq_flags, waker)) {
-		kick_idle_cpu(p, cpu, tctx, false);
-		maybe_preempt(cpu, dl);
-		return;
+	if (p->nr_cpus_allowed == 1)
+		hint = HINT_NONE;
+	if (hint != HINT_SHARED && (wakeup || p->nr_cpus_allowed == 1 ||
+	    (llc == llc_of(cpu) && tctx->full_slices < HOG_SLICES))) {
+		if (hint == HINT_NONE && p->nr_cpus_allowed > 1 && cpu_taken(cpu)) {
+			stat_inc(STAT_TAKEN_SKIP);
+		} else if (cpuq_insert(p, tctx, cpu, dl, enq_flags, hint == HINT_WAKER)) {
+			kick_idle_cpu(p, cpu, tctx, false);
+			if (wakeup)
+				maybe_preempt(p, tctx, cpu, dl);
+			return;
+		}
 	}
 	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, dl, enq_flags);
 	if (llc != llc_of(cpu)) {
@@ -118,40 +131,8 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 		return;
 	}
 	kick_idle_cpu(p, cpu, tctx, false);
-	if (enq_flags & SCX_ENQ_WAKEUP)
-		maybe_preempt(cpu, dl);
-}
-
-/*
- * With --wake-sync, a synchronous wakeup (the waker is about to sleep:
- * pipes, sockets, futex hand-offs) that found no idle CPU near the wakee
- * runs it on the waker's CPU, next after the waker, instead of queueing it
- * on the LLC DSQ: the kernel's wake_affine() does the same once
- * select_idle_sibling() finds nothing idle. The pair shares a warm cache and
- * the wakee needs no other CPU to come and take it. Only if it would be
- * first in the waker's LLC queue anyway (its deadline, start now, before
- * the queue head's), so nothing waiting is passed over and a ping-pong pair
- * cannot keep a CPU from its queue; the waker's local queue is empty, the
- * waker is not exiting, and its node is within the reclaim distance of the
- * wakee's (sync_waker_cpu()). Returns the CPU or a negative errno.
- */
-static __always_inline s32 pick_sync_waker(struct task_struct *p, struct task_ctx *tctx,
-					   s32 prev, u64 wake_flags)
-{
-	struct task_struct *q;
-	s32 cpu;
-	u64 dl;
-
-	if (!wake_sync || (cpu = sync_waker_cpu(p, prev, wake_flags)) < 0)
-		return -ENOENT;
-	dl = now_ns() + request_span(p, tctx);
-	bpf_for_each(scx_dsq, q, llc_dsq(llc_of(cpu)), 0) {
-		if (time_before(q->scx.dsq_vtime, dl))
-			return -ENOENT;
-		break;
-	}
-	stat_inc(STAT_WAKE_SYNC);
-	return cpu;
+	if (wakeup)
+		maybe_preempt(p, tctx, cpu, dl);
 }
 
 #endif /* __NIMBLE_LLC_DSQ_BPF_H */

@@ -6,7 +6,9 @@
  *
  * This file wires the sched_ext callbacks to the mechanisms, one header each:
  *   idle.bpf.h     topology-ordered idle CPU pick, sync wakeups (select_cpu)
- *   vtime.bpf.h    deadlines in real time, slices, wakeup preemption
+ *   vtime.bpf.h    deadlines in real time, requests, slices
+ *   preempt.bpf.h  wakeup preemption (EEVDF's rule), CPUs running SCHED_IDLE
+ *   classes.bpf.h  CPUs held by RT/deadline tasks: what waited there moves
  *   balance.bpf.h  weight-aware balancing between the LLCs of a node
  *   llc_dsq.bpf.h  per-LLC DSQs in deadline order and idle kicks
  *   cpu_dsq.bpf.h  per-CPU wake queues: wakeups with no idle CPU, no migration
@@ -24,6 +26,8 @@
 #include "idle.bpf.h"
 #include "numa_gate.bpf.h"
 #include "numa_moves.bpf.h"
+#include "classes.bpf.h"
+#include "preempt.bpf.h"
 #include "llc_dsq.bpf.h"
 #include "swq.bpf.h"
 #include "dispatch.bpf.h"
@@ -42,11 +46,22 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (!tctx)
 		return prev_cpu;
 
+	tctx->hint = HINT_NONE;
 	/* Forks may cross nodes (the NUMA gate decides); wakeups stay near. */
 	if (nr_nodes > 1 && (wake_flags & SCX_WAKE_FORK))
 		cpu = place_forked(p, prev_cpu, tctx);
-	else if ((cpu = pick_idle_near(p, prev_cpu, tctx)) < 0)
-		cpu = pick_sync_waker(p, tctx, prev_cpu, wake_flags);
+	else
+		cpu = pick_idle_near(p, prev_cpu, tctx);
+	/*
+	 * No idle CPU: one that runs only SCHED_IDLE work is as good (the
+	 * kernel's sched_idle_cpu()); its task yields at once.
+	 */
+	if (cpu < 0 && (cpu = pick_sidle_cpu(p, prev_cpu)) >= 0) {
+		path_queue(tctx, PATH_DIRECT, 0, STAT_INS_DIRECT);
+		stat_inc(STAT_SIDLE);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, SCX_ENQ_PREEMPT);
+		return cpu;
+	}
 	/* Through the shared wakequeue: enqueue queues it, kicks the CPU. */
 	if (swq_route(p, tctx, prev_cpu, cpu, wake_flags))
 		return cpu >= 0 ? cpu : prev_cpu;
@@ -54,7 +69,7 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (cpu < 0)
 		return cpuq_target(p, tctx, prev_cpu, wake_flags);
 
-	/* An idle CPU was claimed (or the sync waker's): run there, no shared queue. */
+	/* An idle CPU was claimed: run there, no shared queue. */
 	path_queue(tctx, PATH_DIRECT, 0, STAT_INS_DIRECT);
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
 	return cpu;
@@ -64,6 +79,7 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	s32 cpu = scx_bpf_task_cpu(p);
+	bool slice_end;
 	u32 why;
 
 	if (!tctx) {
@@ -73,11 +89,21 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 	/* select_cpu's swq routing applies to this enqueue only. */
 	why = tctx->swq_why;
 	tctx->swq_why = SWQ_WHY_NONE;
+	/*
+	 * Its slice ran out or was taken (a wakeup preemption zeroes it), not
+	 * a wakeup, a hand-back or an attribute change (which keep it): only
+	 * then may the balance and the NUMA push move it.
+	 */
+	slice_end = !(enq_flags & (SCX_ENQ_WAKEUP | SCX_ENQ_REENQ)) && !p->scx.slice;
+
+	/* Handed back by the kernel: another class took its CPU (classes.bpf.h). */
+	if ((enq_flags & SCX_ENQ_REENQ) && reenq_place(p, tctx))
+		return;
 
 	/*
 	 * A task that can run on one CPU only skips select_cpu. If that CPU is
-	 * idle, go straight to it; otherwise it waits in its LLC DSQ in deadline
-	 * order like everyone else, which the pinned CPU always consumes first.
+	 * idle, go straight to it; otherwise it waits in its CPU's queue (or
+	 * its LLC DSQ) in deadline order like everyone else.
 	 */
 	if (p->nr_cpus_allowed == 1 && scx_bpf_test_and_clear_cpu_idle(cpu)) {
 		path_queue(tctx, PATH_LOCAL, 0, STAT_INS_LOCAL);
@@ -87,19 +113,27 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	/* A CPU-bound task may go to an idle CPU of another node (NUMA rule). */
-	if (why == SWQ_WHY_NONE && push_remote(p, tctx, enq_flags))
+	if (why == SWQ_WHY_NONE && push_remote(p, tctx, enq_flags, slice_end))
 		return;
+
 	if (swq_enqueue(p, enq_flags, tctx, why))
 		return;
-	enqueue_llc(p, enq_flags, tctx);
+	enqueue_llc(p, enq_flags, tctx, slice_end);
 }
 
-/* @prev, whose slice ended, runs another one (one more full slice). */
-static __always_inline void run_on(struct task_struct *prev, struct task_ctx *tctx)
+/*
+ * @prev, whose slice ended on @cpu, runs another one. It did not stop, so
+ * count here what it ran (count_slices(), which ops.stopping does too).
+ */
+static __always_inline void run_on(struct task_struct *prev, struct task_ctx *tctx, s32 cpu)
 {
-	if (tctx && tctx->full_slices < HOG_SLICES)
-		tctx->full_slices++;
+	u64 now = now_ns();
+
 	scx_bpf_task_set_slice(prev, slice_ns);
+	if (tctx) {
+		count_slices(tctx, tctx->exec + clock_since(now, tctx->run_start));
+		cur_extended(prev, tctx, cpu, now);
+	}
 	stat_inc(STAT_KEEP_RUNNING);
 }
 
@@ -111,7 +145,7 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 	if (test_fault_due(test_stall_after_ns))
 		return;
 	if (ptctx && keep_first(cpu, prev, ptctx)) {
-		run_on(prev, ptctx);
+		run_on(prev, ptctx, cpu);
 		return;
 	}
 	if (consume_llcs(cpu, !prev_runnable))
@@ -125,13 +159,17 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 	if (prev_runnable) {
 		if (ptctx && push_candidate(prev, ptctx))
 			return;
-		run_on(prev, ptctx);
+		run_on(prev, ptctx, cpu);
 		return;
 	}
+	cpu_going_idle(cpu, prev);
 	stat_inc(STAT_GO_IDLE);
 }
 
-/* Help for waiters; NUMA: node load averages and cross-node help. */
+/*
+ * Help for waiters (the swq's, those behind a CPU another class holds);
+ * NUMA: node load averages and cross-node help.
+ */
 void BPF_STRUCT_OPS(nimble_tick, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
@@ -139,6 +177,7 @@ void BPF_STRUCT_OPS(nimble_tick, struct task_struct *p)
 	if (test_fault_due(test_error_after_ns))
 		scx_bpf_error("test error injected by --test-error-after-ms");
 	swq_kick_waiters(cpu);
+	rescue_taken(cpu);
 	if (valid_cpu(cpu))
 		llc_load_tick(cpu);
 	if (nr_nodes < 2)
@@ -155,33 +194,49 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 	if (!tctx || !valid_cpu(cpu))
 		return;
 	tctx->run_start = now_ns();
+	note_taken(cpu, false);	/* ours again, if another class held it */
 	cpuq_left(tctx);
-	deadline_running(tctx, cpu);
+	cur_running(p, tctx, cpu, tctx->run_start);	/* before path_run: reads the path */
 	scale_slice(p, cpu);
 	path_run(tctx, cpu);
 	count_migration(tctx, cpu);
 	node_moved(tctx, cpu);
 }
 
+/*
+ * Runnable: a wakeup (SCX_ENQ_WAKEUP), a new task, or the restore half of
+ * an attribute change (nice, affinity, cgroup, policy: the kernel takes the
+ * task off and puts it back). Only a wakeup ends a CPU-bound run and folds
+ * the run into the burst; a renice or a cgroup move keeps its history.
+ */
 void BPF_STRUCT_OPS(nimble_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
-	if (tctx) {
-		cg_runnable(p, tctx);
-		tctx->eff_w = cg_task_weight(p, tctx);
-		node_runnable(p, tctx, scx_bpf_task_cpu(p));
+	if (!tctx)
+		return;
+	cg_runnable(p, tctx);
+	tctx->eff_w = cg_task_weight(p, tctx);
+	node_runnable(p, tctx, scx_bpf_task_cpu(p));
+	if (enq_flags & SCX_ENQ_WAKEUP) {
 		tctx->full_slices = 0;	/* it slept: not CPU-bound */
 		tctx->push_votes = 0;
 		deadline_woke(tctx);
 	}
 }
 
+/*
+ * Not runnable: a sleep (SCX_DEQ_SLEEP) or the save half of an attribute
+ * change (SCX_DEQ_SCHED_CHANGE), maybe out of sched_ext altogether (to RT
+ * or deadline: ops.disable follows). Either way it leaves the counts and
+ * any CPU queue it waited on.
+ */
 void BPF_STRUCT_OPS(nimble_quiescent, struct task_struct *p, u64 deq_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
 	if (tctx) {
+		cpuq_left(tctx);
 		node_quiescent(tctx);
 		cg_quiescent(tctx);
 	}
@@ -194,6 +249,7 @@ void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 
 	if (!tctx || !tctx->run_start || !valid_cpu(cpu))
 		return;
+	cur_stopping(cpu);
 	deadline_charge(p, tctx, cpu, now_ns());
 	/* Once a slice: follow its cgroup's share and its nice. */
 	tctx->eff_w = cg_task_weight(p, tctx);
@@ -221,6 +277,7 @@ s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,
 	tctx->cg = cg_slot_of(args->cgroup);
 	tctx->cg_w = 0;
 	tctx->eff_w = 0;
+	tctx->hint = HINT_NONE;
 	mask = bpf_kptr_xchg(&tctx->tmp, mask);
 	if (mask)
 		bpf_cpumask_release(mask);
@@ -233,6 +290,22 @@ void BPF_STRUCT_OPS(nimble_exit_task, struct task_struct *p,
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
 	/* Exiting, or handed back to the kernel at unload: close its books. */
+	if (tctx) {
+		path_drop(tctx);
+		cpuq_left(tctx);
+		node_quiescent(tctx);
+		cg_quiescent(tctx);
+	}
+}
+
+/*
+ * The task leaves sched_ext (to RT or deadline, or at unload): the books
+ * of a task still queued here close (what it waited on, its counts).
+ */
+void BPF_STRUCT_OPS(nimble_disable, struct task_struct *p)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
 	if (tctx) {
 		path_drop(tctx);
 		cpuq_left(tctx);
@@ -312,6 +385,7 @@ SCX_OPS_DEFINE(nimble_ops,
 	       .quiescent	= (void *)nimble_quiescent,
 	       .init_task	= (void *)nimble_init_task,
 	       .exit_task	= (void *)nimble_exit_task,
+	       .disable		= (void *)nimble_disable,
 	       .cgroup_init	= (void *)nimble_cgroup_init,
 	       .cgroup_exit	= (void *)nimble_cgroup_exit,
 	       .cgroup_move	= (void *)nimble_cgroup_move,

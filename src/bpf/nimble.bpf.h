@@ -8,6 +8,7 @@
 
 #include <scx/common.bpf.h>
 #include "intf.h"
+#include "rules.h"
 
 /*
  * Every timestamp the policy keeps (deadlines, finish times, queue entry,
@@ -39,12 +40,25 @@ const volatile u64 slice_ns = 5ULL * 1000 * 1000;
 const volatile u64 slice_min_ns = 5ULL * 1000 * 1000;
 
 /*
- * Wakeup preemption: a woken task whose deadline is earlier than the
- * running task's on its CPU by more than this (ns) kicks it off.
- * Lower favours latency of wakers, higher favours throughput of the
- * running task; U64_MAX (the default, no --preempt-gap-us) turns it off.
+ * The shortest request: a task's deadline lies its request past its start,
+ * the CPU time it uses per wakeup (averaged), but no less than this. Lower
+ * lets the shortest sleepers run ahead of more of the queue (latency);
+ * higher orders more tasks by arrival instead (fewer switches among
+ * alike short sleepers, as in hackbench).
  */
-const volatile u64 preempt_gap_ns = (u64)-1;
+const volatile u64 req_min_ns = 100ULL * 1000;
+
+/*
+ * Wakeup preemption (preempt.bpf.h, the rule in rules.h): a woken task
+ * whose deadline is earlier than the running task's takes its CPU once
+ * that task has run its protected part: the wakee's request, within
+ * [preempt_min_ns, the running task's request]. Lower preempt_min_ns cuts
+ * the wakeup latency of the shortest sleepers; higher keeps the running
+ * task longer (fewer switches, warmer caches). wake_preempt false
+ * (--no-preempt) turns it off.
+ */
+const volatile bool wake_preempt = true;
+const volatile u64 preempt_min_ns = 1000ULL * 1000;
 
 /*
  * The furthest ahead of now a task's deadline may be, in ns. A low-weight
@@ -56,6 +70,15 @@ const volatile u64 preempt_gap_ns = (u64)-1;
 const volatile u64 max_wait_ns = 1000ULL * 1000 * 1000;
 
 /*
+ * SCHED_IDLE tasks' deadlines may lie this many times max_wait_ns ahead:
+ * the kernel gives them a weight of 3 against nice 0's 1024, a slice every
+ * few seconds among busy nice-0 tasks; within 1 s they got 10x their
+ * kernel share (at 4 s, 1.9x EEVDF's in sched_idle.sh). 6 s is far inside
+ * the sched_ext watchdog's 30 s.
+ */
+#define IDLE_WAIT_MULT	6
+
+/*
  * How long a queued task must have waited before an idle CPU of another
  * node may take it (when the NUMA rule lets it go). Until then its cache is
  * warm and a CPU of its own node is likely to free up; short load spikes
@@ -65,10 +88,11 @@ const volatile u64 max_wait_ns = 1000ULL * 1000 * 1000;
 const volatile u64 numa_patience_ns = 10ULL * 1000 * 1000;
 
 /*
- * Sync wakeups (idle.bpf.h) run the wakee on the waker's CPU if set
- * (--wake-sync): the pair shares a cache and no IPI is needed (tbench
- * gains), but a waker that does not sleep at once delays its wakee
- * (hackbench loses).
+ * Sync wakeups (--wake-sync): a wakee that found no idle CPU waits on the
+ * sync waker's own queue even when it holds more tasks than its previous
+ * CPU's (cpu_dsq.bpf.h). The pair shares a cache and takes turns on one
+ * CPU (tbench gains), but a waker that does not sleep at once delays its
+ * wakee (hackbench loses).
  */
 const volatile bool wake_sync;
 
@@ -121,6 +145,15 @@ const volatile u32 llc_nr_cpus[MAX_LLCS];
  * increasing NUMA distance.
  */
 const volatile u32 steal_order[MAX_LLCS][MAX_LLCS];
+/*
+ * Each LLC's CPUs, LLC after LLC: those of LLC l are
+ * llc_cpus[llc_first[l] .. llc_first[l] + llc_nr_cpus[l]], and cpu_pos[c]
+ * is CPU c's place among its LLC's (the bit of the per-LLC bitmaps,
+ * topo.bpf.h). Walks over an LLC's CPUs cost its size, not nr_cpu_ids.
+ */
+const volatile u32 llc_first[MAX_LLCS];
+const volatile u32 llc_cpus[MAX_CPUS];
+const volatile u32 cpu_pos[MAX_CPUS];
 /* SLIT distances between nodes, and each node's CPU count. */
 const volatile u32 node_dist[MAX_NODES][MAX_NODES];
 const volatile u32 node_nr_cpus[MAX_NODES];
@@ -248,7 +281,7 @@ struct llc_ctx {
 	s64 hog_load;		/* the part of load that CPU-bound tasks carry */
 	s64 load_avg;		/* load averaged over time (vtime.bpf.h) */
 	u64 avg_at;		/* when load_avg was last updated */
-	u64 pad[1];
+	s64 taken_nr;		/* its CPUs another class holds (classes.bpf.h) */
 };
 struct llc_ctx llcs[MAX_LLCS];
 
@@ -259,11 +292,29 @@ static __always_inline struct llc_ctx *llc_ctx(u32 llc)
 }
 
 /*
- * A task that used up this many slices in a row without sleeping (40 ms at
- * the default slice) is CPU-bound: only such tasks keep the CPU time they
- * used against them (vtime.bpf.h) and move between LLCs by load
+ * The CPUs of @llc that can run our tasks: those an RT or deadline task
+ * holds are left out, as the kernel's balancer scales a CPU's capacity by
+ * the time RT and DL take (scale_rt_capacity()). Counting them, the LLC
+ * balance kept two CPU loops in an LLC with one usable CPU, and every
+ * sleeper queued there waited behind both.
+ */
+static __always_inline s64 llc_cap(u32 llc)
+{
+	s64 n = llc_nr_cpus[llc & (MAX_LLCS - 1)] - READ_ONCE(llc_ctx(llc)->taken_nr);
+
+	return n > 0 ? n : 0;
+}
+
+/*
+ * A task that ran this many slices' worth of CPU time since it last slept
+ * (40 ms at the default slice) is CPU-bound: only such tasks keep the CPU
+ * time they used against them (vtime.bpf.h) and move between LLCs by load
  * (balance.bpf.h). At 2, hackbench's senders counted: 2-3x slower in the
- * VM; at 8, hackbench matches the old core and weights still hold.
+ * VM; at 8, hackbench matches the old core and weights still hold. CPU
+ * time, not slices that ran out: a loop that wakeup preemption cuts short
+ * every few ms is CPU-bound all the same (counted by slice ends, such loops
+ * stayed "sleepers" with deadlines a slice from their re-queue, and queued
+ * ahead of the sleepers that preempted them: 0.2 s waits).
  */
 #define HOG_SLICES	8
 
@@ -287,7 +338,7 @@ struct task_ctx {
 	u64 node_since;		/* when it arrived on last_node */
 	u64 queued_at;		/* when it was last queued (LLC DSQ or swq) */
 	u64 bal_at;		/* when balance_llc last moved it */
-	u32 full_slices;	/* slices used up in a row without sleeping */
+	u32 full_slices;	/* slices' worth run since it last slept, up to HOG_SLICES */
 	u32 push_votes;		/* of those, ending with the NUMA rule saying go */
 	u32 rq_weight;		/* weight counted in llcs[rq_llc].load */
 	u32 hog_w;		/* and in its hog_load (CPU-bound), 0: not */
@@ -307,6 +358,15 @@ struct task_ctx {
 	u32 swq_why;
 	/* 1 + the CPU whose own queue holds it (cpu_dsq.bpf.h), 0: none. */
 	s32 cpuq;
+	/* Where select_cpu wants enqueue to queue a wakeup (enum enq_hint). */
+	u32 hint;
+};
+
+/* select_cpu's word to enqueue about a wakeup that found no idle CPU. */
+enum enq_hint {
+	HINT_NONE,
+	HINT_WAKER,	/* the sync waker's CPU queue (cpu_dsq.bpf.h) */
+	HINT_SHARED,	/* the LLC's queue: its CPU is held by another class */
 };
 
 /* How a task reached the CPU it runs on next (accounting in stats.bpf.h). */
@@ -333,10 +393,37 @@ static __always_inline struct task_ctx *lookup_task_ctx(struct task_struct *p)
 /* Weights: p->scx.weight (100 = nice 0, the scale of cpu.weight) << WEIGHT_SHIFT. */
 #define NICE0_WEIGHT	(100 << WEIGHT_SHIFT)
 
-/* @p's own weight (nice), without its cgroup's share. */
+/* The kernel's scheduling policies (uapi; not in BTF). */
+#define NIMBLE_SCHED_BATCH	3
+#define NIMBLE_SCHED_IDLE	5
+
+/* Wakeup preemption's class of @p (enum task_class). */
+static __always_inline u32 task_class(const struct task_struct *p)
+{
+	if (p->policy == NIMBLE_SCHED_IDLE)
+		return TASK_IDLE;
+	return p->policy == NIMBLE_SCHED_BATCH ? TASK_BATCH : TASK_NORMAL;
+}
+
+/*
+ * A SCHED_IDLE task's weight: the kernel's WEIGHT_IDLEPRIO, 3 against
+ * nice 0's 1024. sched_ext hands such a task p->scx.weight 1, the same as
+ * nice 19 (15), five times too much.
+ */
+#define IDLE_WEIGHT	(NICE0_WEIGHT * 3 / 1024)
+
+/* @p's own weight (nice, or SCHED_IDLE), without its cgroup's share. */
 static __always_inline u64 task_weight(const struct task_struct *p)
 {
+	if (p->policy == NIMBLE_SCHED_IDLE)
+		return IDLE_WEIGHT;
 	return (u64)(p->scx.weight ? p->scx.weight : 1) << WEIGHT_SHIFT;
+}
+
+/* How far ahead of now @p's deadline may lie (see IDLE_WAIT_MULT). */
+static __always_inline u64 task_max_wait(const struct task_struct *p)
+{
+	return p->policy == NIMBLE_SCHED_IDLE ? max_wait_ns * IDLE_WAIT_MULT : max_wait_ns;
 }
 
 /* The weight deadlines and loads use: cgroup share included, if known. */

@@ -21,7 +21,8 @@ struct node_ctx {
 	s64 load_avg;
 	u64 overloaded_since;
 	s64 hog_load;		/* its LLCs' hog_load summed (balance.bpf.h) */
-	u64 pad[4];
+	s64 taken_nr;		/* its CPUs another class holds (classes.bpf.h) */
+	u64 pad[3];
 };
 struct node_ctx nodes[MAX_NODES];
 
@@ -29,6 +30,14 @@ static __always_inline struct node_ctx *node_ctx(u32 node)
 {
 	barrier_var(node);
 	return &nodes[node & (MAX_NODES - 1)];
+}
+
+/* The CPUs of @node that can run our tasks (llc_cap(), per node). */
+static __always_inline s64 node_cap(u32 node)
+{
+	s64 n = node_nr_cpus[node & (MAX_NODES - 1)] - READ_ONCE(node_ctx(node)->taken_nr);
+
+	return n > 0 ? n : 0;
 }
 
 static __always_inline void node_running_add(s32 node, s64 delta)
@@ -60,16 +69,16 @@ static __always_inline void hog_load_add(s32 llc, s64 weight)
 	__sync_fetch_and_add(&node_ctx(node_of_llc(llc))->hog_load, weight);
 }
 
-/* As many runnable tasks on @node as it has CPUs: none of them idle. */
+/* As many runnable tasks on @node as it has usable CPUs: none of them idle. */
 static __always_inline bool node_busy(u32 node)
 {
-	return node_ctx(node)->nr_running >= node_nr_cpus[node & (MAX_NODES - 1)];
+	return node_ctx(node)->nr_running >= node_cap(node);
 }
 
 /* More runnable tasks than CPUs on @node: some wait for one. */
 static __always_inline bool node_crowded(u32 node)
 {
-	return node_ctx(node)->nr_running > node_nr_cpus[node & (MAX_NODES - 1)];
+	return node_ctx(node)->nr_running > node_cap(node);
 }
 
 /*
@@ -86,8 +95,7 @@ static __always_inline bool node_crowded(u32 node)
 
 static __always_inline bool node_load_over(u32 n)
 {
-	n &= MAX_NODES - 1;
-	return node_ctx(n)->load_avg > ((s64)node_nr_cpus[n] << NODE_LOAD_SHIFT);
+	return node_ctx(n)->load_avg > (node_cap(n) << NODE_LOAD_SHIFT);
 }
 
 static __always_inline void node_tick(s32 cpu)
@@ -115,7 +123,7 @@ static __always_inline bool node_overloaded_long(u32 node)
 {
 	u64 since = node_ctx(node)->overloaded_since;
 
-	return since && now_ns() - since >= numa_patience_ns;
+	return since && clock_since(now_ns(), since) >= numa_patience_ns;
 }
 
 /* Note the node the task is on: restart its time there when it changed. */

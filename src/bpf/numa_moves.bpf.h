@@ -83,20 +83,19 @@ static s32 place_forked(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 #define NUMA_PUSH_VOTES		5
 
 /*
- * A CPU-bound task whose slice ended goes straight to an idle CPU of
- * another node if the rule lets it go: the kernel's active balancing, at
- * slice granularity. Other re-queues (affinity or priority changes,
- * preemption) and wakeups stay. Returns whether it was pushed.
+ * A CPU-bound task whose slice ended (@slice_end) goes straight to an idle
+ * CPU of another node if the rule lets it go: the kernel's active
+ * balancing, at slice granularity. Other re-queues (affinity or priority
+ * changes, preemption) and wakeups stay. Returns whether it was pushed.
  */
-static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_flags)
+static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_flags,
+			bool slice_end)
 {
 	s32 cpu, from = scx_bpf_task_cpu(p);
 	u32 node;
 
-	if ((enq_flags & SCX_ENQ_WAKEUP) || p->scx.slice)
+	if (!slice_end)
 		return false;
-	if (tctx->full_slices < HOG_SLICES)
-		tctx->full_slices++;
 	if (nr_nodes < 2 || p->nr_cpus_allowed == 1 || !valid_cpu(from) ||
 	    tctx->full_slices < NUMA_PUSH_MIN_SLICES)
 		return false;
@@ -163,7 +162,7 @@ static bool pull_remote(u64 dsq_id, s32 cpu, u32 node, bool cold_only)
 		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 			continue;
 		tctx = lookup_task_ctx(p);
-		if (!tctx || (cold_only && now - tctx->queued_at < numa_patience_ns))
+		if (!tctx || (cold_only && clock_since(now, tctx->queued_at) < numa_patience_ns))
 			continue;
 		if (tctx->home == node) {
 			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {

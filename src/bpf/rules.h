@@ -124,6 +124,73 @@ RULE_FN enum numa_verdict numa_pull_verdict(u32 rule, s32 imb, s32 span,
 }
 
 /*
+ * ns from @then to @now, 0 if @then is later. Every difference of two
+ * timestamps goes through here: scx_bpf_now() reads each CPU's run queue
+ * clock, which may lag another CPU's (and a cached one lags its own CPU's
+ * sched_clock), so a time stamped on one CPU can be "after" a now read on
+ * another. Unsigned subtraction would then wrap to ~584 years: a load
+ * average reset, a phantom multi-second wait, a timer taken as expired.
+ */
+RULE_FN u64 clock_since(u64 now, u64 then)
+{
+	return (s64)(now - then) > 0 ? now - then : 0;
+}
+
+/*
+ * Wakeup preemption, in the form EEVDF uses (wakeup_preempt_fair() in
+ * kernel/sched/fair.c): does the woken @w take the CPU from the running
+ * @c at @now?
+ *   - a task of any other class takes a CPU from a SCHED_IDLE task at once
+ *     (the kernel: a CPU running only SCHED_IDLE tasks is idle for wakeups);
+ *   - SCHED_BATCH and SCHED_IDLE wakees never preempt (normal_policy());
+ *   - the wakee must be eligible (its start reached: it is not running
+ *     ahead of its share) and its deadline strictly earlier than the
+ *     running task's. A running task that ran its request and goes on asks
+ *     for what it has run so far (task_request()'s exec), from now (EEVDF's
+ *     update_deadline(), in real time): a task whose short bursts made it
+ *     look like a sleeper loses to a wakee once it has run longer than the
+ *     wakee asks for (with its old 0.1 ms request renewed instead, it held
+ *     a CPU for 10 ms against a queue of 0.3 ms wakees);
+ *   - the running task keeps a protected part of its slice (RUN_TO_PARITY):
+ *     its request, but no more than the wakee's own request, and never
+ *     less than @protect_min. A wakee asking for much less than the running
+ *     task gets the CPU soon (PREEMPT_SHORT); two tasks asking alike take
+ *     turns no faster than their requests. Protection counts CPU time run,
+ *     whatever the weights (EEVDF's vprot is the request in the running
+ *     task's own virtual time, the same thing).
+ */
+RULE_FN bool wakeup_preempts(const struct preempt_view *w, const struct preempt_view *c,
+			     u64 now, u64 protect_min)
+{
+	u64 ran, protect, cdl;
+
+	if (c->class == TASK_IDLE)
+		return w->class != TASK_IDLE;
+	if (w->class != TASK_NORMAL)
+		return false;
+	if ((s64)(w->start - now) > 0)
+		return false;
+	ran = clock_since(now, c->start);
+	cdl = c->deadline;
+	if (ran >= c->req) {
+		/* Its span scaled to @ran (capped: no overflow, nothing banked). */
+		u64 r = ran < (1ULL << 30) ? ran : (1ULL << 30);
+		u64 span = c->req ? c->span * r / c->req : r;
+
+		if (span < c->span)
+			span = c->span;
+		if ((s64)(now + span - cdl) > 0)
+			cdl = now + span;
+	}
+	if ((s64)(w->deadline - cdl) >= 0)
+		return false;
+	protect = w->req > protect_min ? w->req : protect_min;
+	if (protect > c->req)
+		protect = c->req;
+	return ran >= protect;
+}
+
+/*
  * Bucket of a queue wait of @ns (struct wait_hist in intf.h): log2 buckets
  * split in four, so a percentile read from them is within 25 %.
  */

@@ -182,7 +182,7 @@ static __always_inline void path_run(struct task_ctx *tctx, s32 cpu)
 	if (tctx->path == PATH_SWQ) {
 		llc &= MAX_LLCS - 1;
 		queue_depth_add(PATH_SWQ, llc, -1);
-		record_wait(llc, WAIT_SWQ, now_ns() - tctx->queued_at);
+		record_wait(llc, WAIT_SWQ, clock_since(now_ns(), tctx->queued_at));
 		lstat_add(llc, LSTAT_PULL, 1);
 		if (!valid_cpu(cpu) || llc_of(cpu) != llc)
 			lstat_add(llc, LSTAT_PULL_XLLC, 1);
@@ -197,7 +197,7 @@ static __always_inline void path_run(struct task_ctx *tctx, s32 cpu)
 		if (!valid_cpu(cpu) || llc >= MAX_LLCS) {
 			idx = STAT_DROPPED;	/* cannot happen; keeps the sum exact */
 		} else {
-			record_wait(llc, WAIT_LLC, now_ns() - tctx->queued_at);
+			record_wait(llc, WAIT_LLC, clock_since(now_ns(), tctx->queued_at));
 			if (llc_of(cpu) == llc) {
 				idx = STAT_RUN_LLC_OWN;
 			} else if (node_of(cpu) == node_of_llc(llc)) {

@@ -278,7 +278,7 @@ static __always_inline void swq_kick_waiters(s32 cpu)
 		tctx = lookup_task_ctx(p);
 		if (!tctx)
 			break;
-		waited = now - tctx->queued_at;
+		waited = clock_since(now, tctx->queued_at);
 		if (waited >= SWQ_STUCK_NS)
 			kick_idle_cpu(p, cpu, tctx,
 				      nr_nodes > 1 && waited >= numa_patience_ns);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Deadlines: the key that orders an LLC DSQ, the slice a task is given, and
- * wakeup preemption read from a per-CPU record of the running deadline.
+ * Deadlines: the key that orders an LLC DSQ and a CPU's own queue, the
+ * request behind them, and the slice a task is given. Wakeup preemption
+ * compares them in preempt.bpf.h.
  *
  * A task's deadline is a point in real time (now_ns(), sched_clock: the
  * same on every CPU). Every ns it runs moves its finish time by
@@ -24,8 +25,8 @@
  * Where the ideas come from (README, "The core policy"):
  *   virtual deadline = start + request / share  EEVDF (kernel/sched/fair.c),
  *                                               VirtualClock
- *   request = recent burst, within the slice    scx_cosmos's exec_runtime,
- *                                               scx_bpfland's deadline
+ *   request = recent burst, within              scx_cosmos's exec_runtime,
+ *   [req_min_ns, slice]                         scx_bpfland's deadline
  *   start = max(now, finish), sleepers now      the lag clamp: EEVDF's
  *                                               place_entity() keeps no
  *                                               credit for sleeping; a hog
@@ -42,31 +43,29 @@
 
 #include "nimble.bpf.h"
 #include "stats.bpf.h"
-
-/*
- * The deadline of the task running on each CPU (0: none of ours), written
- * by the CPU itself when a task starts, read by wakeups that consider
- * preempting it. A cache line per CPU.
- */
-struct cpu_cur {
-	u64 deadline;
-	u64 pad[7];
-};
-struct cpu_cur cpu_cur[MAX_CPUS];
+#include "rules.h"
 
 /*
  * What the task asks for: the CPU time it uses per wakeup (its recent
- * average or, if longer, what it has used since it last woke), between the
- * shortest and the full slice. Short sleepers get early deadlines, CPU
+ * average or, if longer, what it has used since it last woke), between
+ * req_min_ns and the full slice. Short sleepers get early deadlines, CPU
  * hogs the full slice's.
  */
 static __always_inline u64 task_request(const struct task_ctx *tctx)
 {
 	u64 r = tctx->burst > tctx->exec ? tctx->burst : tctx->exec;
 
-	if (r < slice_min_ns)
-		return slice_min_ns;
+	if (r < req_min_ns)
+		return req_min_ns;
 	return r < slice_ns ? r : slice_ns;
+}
+
+/* @ran ns since it last slept: count its slices' worth (HOG_SLICES). */
+static __always_inline void count_slices(struct task_ctx *tctx, u64 ran)
+{
+	u64 n = slice_ns ? ran / slice_ns : 0;
+
+	tctx->full_slices = n < HOG_SLICES ? n : HOG_SLICES;
 }
 
 /* How far past its start a task's deadline lies: its request at its weight. */
@@ -91,7 +90,7 @@ static __always_inline u64 request_span(const struct task_struct *p, const struc
 static __always_inline void llc_load_tick(s32 cpu)
 {
 	struct llc_ctx *l = llc_ctx(llc_of(cpu));
-	u64 now = now_ns(), dt = now - l->avg_at;
+	u64 now = now_ns(), dt = clock_since(now, l->avg_at);
 	s64 cur = l->load, avg = l->load_avg;
 
 	/* The LLC's CPUs all tick: one update a ms is enough. */
@@ -113,7 +112,7 @@ static __always_inline void llc_load_tick(s32 cpu)
 static __always_inline u64 stretch(const struct task_struct *p, const struct task_ctx *tctx,
 				   u32 llc, u64 ns)
 {
-	u64 n = llc_nr_cpus[llc & (MAX_LLCS - 1)], w = tctx_weight(p, tctx);
+	u64 n = llc_cap(llc), w = tctx_weight(p, tctx);
 	s64 load = llc_ctx(llc)->load_avg;
 
 	if (!n)
@@ -132,13 +131,13 @@ static __always_inline u64 stretch(const struct task_struct *p, const struct tas
 	return ns * load / (w * n);
 }
 
-/* One request (at its weight) past @start, no further than max_wait_ns past @now. */
+/* One request (at its weight) past @start, no further than its max wait past @now. */
 static __always_inline u64 deadline_from(struct task_struct *p, struct task_ctx *tctx,
 					 u64 start, u64 now)
 {
-	u64 dl = start + request_span(p, tctx);
+	u64 dl = start + request_span(p, tctx), cap = now + task_max_wait(p);
 
-	return time_after(dl, now + max_wait_ns) ? now + max_wait_ns : dl;
+	return time_after(dl, cap) ? cap : dl;
 }
 
 /*
@@ -155,7 +154,7 @@ static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx 
 
 	if (tctx->full_slices >= HOG_SLICES && time_after(tctx->vfin, now))
 		start = tctx->vfin;
-	else if (tctx->vfin && now - tctx->vfin > slice_ns)
+	else if (tctx->vfin && clock_since(now, tctx->vfin) > slice_ns)
 		stat_inc(STAT_LAG_CLAMP);	/* came back long after: no credit */
 	dl = deadline_from(p, tctx, start, now);
 	tctx->vstart = start;
@@ -171,12 +170,12 @@ static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx 
 static __always_inline u64 finish_after(struct task_struct *p, struct task_ctx *tctx,
 					s32 cpu, u64 now)
 {
-	u64 fin = tctx->vfin;
+	u64 fin = tctx->vfin, cap = now + task_max_wait(p);
 
 	if (time_before(fin, tctx->vstart))
 		fin = tctx->vstart;
-	fin += stretch(p, tctx, llc_of(cpu), now - tctx->run_start);
-	return time_after(fin, now + max_wait_ns) ? now + max_wait_ns : fin;
+	fin += stretch(p, tctx, llc_of(cpu), clock_since(now, tctx->run_start));
+	return time_after(fin, cap) ? cap : fin;
 }
 
 /*
@@ -192,21 +191,13 @@ static __always_inline u64 deadline_if_requeued(struct task_struct *p, struct ta
 	return deadline_from(p, tctx, time_after(fin, now) ? fin : now, now);
 }
 
-/* @p starts on @cpu: record its deadline for wakeup preemption. */
-static __always_inline void deadline_running(struct task_ctx *tctx, s32 cpu)
-{
-	if (preempt_gap_ns != (u64)-1)
-		cpu_cur[cpu & (MAX_CPUS - 1)].deadline = tctx->deadline;
-}
-
 /* @p stopped on @cpu at @now: its finish time moves (finish_after()). */
 static __always_inline void deadline_charge(struct task_struct *p, struct task_ctx *tctx,
 					    s32 cpu, u64 now)
 {
-	if (preempt_gap_ns != (u64)-1)
-		cpu_cur[cpu & (MAX_CPUS - 1)].deadline = 0;
 	tctx->vfin = finish_after(p, tctx, cpu, now);
-	tctx->exec += now - tctx->run_start;
+	tctx->exec += clock_since(now, tctx->run_start);
+	count_slices(tctx, tctx->exec);
 }
 
 /* The task woke: fold what it ran since the last wakeup into its burst. */
@@ -235,25 +226,6 @@ static __always_inline void scale_slice(struct task_struct *p, s32 cpu)
 	p->scx.slice = s;
 	stat_add(STAT_SLICE_NS, s);
 	stat_inc(STAT_SLICES);
-}
-
-/*
- * A woken @p (deadline @dl) was queued for @cpu's LLC with no idle CPU:
- * if @cpu runs a task whose deadline is later by more than preempt_gap_ns,
- * kick that task off; its CPU then takes the queue's earliest deadline.
- */
-static __always_inline void maybe_preempt(s32 cpu, u64 dl)
-{
-	u64 cur;
-
-	if (preempt_gap_ns == (u64)-1 || !valid_cpu(cpu))
-		return;
-	cur = cpu_cur[cpu & (MAX_CPUS - 1)].deadline;
-	if (!cur || !time_before(dl + preempt_gap_ns, cur))
-		return;
-	cpu_cur[cpu & (MAX_CPUS - 1)].deadline = 0;	/* one kick is enough */
-	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-	stat_inc(STAT_PREEMPT);
 }
 
 #endif /* __NIMBLE_VTIME_BPF_H */
