@@ -91,8 +91,32 @@ fn schbench() {
     println!("cargo:rerun-if-changed=third_party/schbench/schbench.c");
 }
 
+/// The VM tests' helper programs in tests/progs/ (tests/vm.rs adds them to
+/// the guest as /bin/NAME): env NIMBLE_<NAME> holds each one's path.
+fn test_progs() {
+    for (name, src) in [
+        ("nimble-pingpong", "tests/progs/pingpong.c"),
+        ("nimble-sleepers", "tests/progs/sleepers.c"),
+        ("nimble-churn", "tests/progs/churn.c"),
+    ] {
+        let out = std::path::Path::new(&std::env::var("OUT_DIR").unwrap()).join(name);
+        let cc = cc::Build::new().get_compiler();
+        let st = std::process::Command::new(cc.path())
+            .args(["-O2", "-Wall", "-o"])
+            .arg(&out)
+            .args([src, "-lpthread"])
+            .status()
+            .unwrap_or_else(|e| panic!("running the C compiler for {name}: {e}"));
+        assert!(st.success(), "compiling {src} failed");
+        let var = name.replace('-', "_").to_uppercase();
+        println!("cargo:rustc-env={var}={}", out.display());
+        println!("cargo:rerun-if-changed={src}");
+    }
+}
+
 fn main() {
     schbench();
+    test_progs();
     scx_cargo::BpfBuilder::new()
         .unwrap()
         .enable_intf("src/bpf/intf.h", "bpf_intf.rs")

@@ -281,6 +281,12 @@ fn boot(suite: &str, topo: &str, scripts: &[&str]) -> (String, String) {
         .args(["--timeout", &limit.to_string()])
         .arg("--add")
         .arg(format!("{bin}:/bin/scx_nimble"))
+        .arg("--add")
+        .arg(format!("{}:/bin/nimble-pingpong", env!("NIMBLE_PINGPONG")))
+        .arg("--add")
+        .arg(format!("{}:/bin/nimble-sleepers", env!("NIMBLE_SLEEPERS")))
+        .arg("--add")
+        .arg(format!("{}:/bin/nimble-churn", env!("NIMBLE_CHURN")))
         .args(["--", &cmd])
         .output()
         .expect("running vm/nimble-vm (did `vm/nimble-vm setup` run?)");
@@ -363,6 +369,10 @@ vm_cases! {
     n2l4_numa_spread: "n2l4", "numa_spread.sh", Backports, script_only;
     n2l4_numa_loops_stay_by_rule: "n2l4", "numa_loops.sh", Backports, script_only;
     n2l4_cpu_queues_keep_wakees: "n2l4", "cpuq.sh", Backports, script_only;
+    n2l4_rt_loop_strands_no_sleeper: "n2l4", "rt_coexist.sh", Backports, script_only;
+    n2l4_sched_idle_share_and_wakeups: "n2l4", "sched_idle.sh", Backports, script_only;
+    n2l4_weights_hold_through_renice_and_moves: "n2l4", "weights_churn.sh", Backports, script_only;
+    n2l4_pinned_pingpong_pairs_progress: "n2l4", "pingpong.sh", Backports, script_only;
     n2l4_stats_monitor_json_and_tui: "n2l4", "stats.sh", Backports, stats_json_sums;
     n2l4_topology_matches_kernel: "n2l4", "topology.sh", Backports, topology_matches_kernel;
     n2l4_thresholds_in_map: "n2l4", "thresholds.sh", Backports, thresholds_in_map;
