@@ -9,6 +9,7 @@
 use anyhow::{anyhow, bail, Result};
 
 mod crew;
+mod cyclictest;
 mod dbench_tbench;
 mod hackbench;
 mod mason_schbench;
@@ -74,6 +75,7 @@ pub const ALL: &[&Spec] = &[
     &perf_messaging::SPEC,
     &perf_pipe::SPEC,
     &mason_schbench::SPEC,
+    &cyclictest::SPEC,
 ];
 
 pub fn spec(name: &str) -> Option<&'static Spec> {
@@ -98,6 +100,7 @@ pub fn run(name: &str, point: u32, opts: &Opts) -> Result<Vec<(String, f64)>> {
         "perf-messaging" => perf_messaging::run(point, opts)?,
         "perf-pipe" => perf_pipe::run(point, opts)?,
         "mason-schbench" => mason_schbench::run(point, opts)?,
+        "cyclictest" => cyclictest::run(point, opts)?,
         _ => bail!("unknown workload '{name}'"),
     };
     // Every workload must report exactly its Spec's metrics, in order.
@@ -186,6 +189,7 @@ pub(crate) mod tests {
             "perf-messaging",
             "perf-pipe",
             "mason-schbench",
+            "cyclictest",
         ];
         assert_eq!(names, want);
         for s in ALL {
