@@ -31,6 +31,7 @@
 
 #include "nimble.bpf.h"
 #include "stats.bpf.h"
+#include "vtime.bpf.h"
 #include "idle.bpf.h"
 #include "topo.bpf.h"
 #include "classes.bpf.h"
@@ -167,7 +168,7 @@ static __always_inline bool cpuq_insert(struct task_struct *p, struct task_ctx *
 {
 	if (!cpu_queues || !valid_cpu(cpu))
 		return false;
-	scx_bpf_dsq_insert_vtime(p, cpu_dsq(cpu), slice_ns, dl, enq_flags);
+	scx_bpf_dsq_insert_vtime(p, cpu_dsq(cpu), enq_slice(p, enq_flags), dl, enq_flags);
 	tctx->cpuq = cpu + 1;
 	__sync_fetch_and_add(&llc_ctx(llc_of(cpu))->cpuq_nr, 1);
 	llc_bit_put(&llc_cpuq[llc_idx(llc_of(cpu))], cpu, true);

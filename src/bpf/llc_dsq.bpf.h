@@ -100,7 +100,8 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 	llc = llc_of(cpu);
 	if (slice_end)
 		llc = balance_llc(p, tctx, llc, true);
-	dl = task_deadline(p, tctx);
+	dl = task_deadline(p, tctx, !wakeup && tctx->waiting);
+	tctx->waiting = 1;
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
 	tctx->queued_at = now_ns();
 	/*
@@ -125,7 +126,7 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 			return;
 		}
 	}
-	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), slice_ns, dl, enq_flags);
+	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), enq_slice(p, enq_flags), dl, enq_flags);
 	if (llc != llc_of(cpu)) {
 		kick_idle_cpu_in(p, tctx, llc);
 		return;

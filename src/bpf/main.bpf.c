@@ -107,7 +107,7 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 	 */
 	if (p->nr_cpus_allowed == 1 && scx_bpf_test_and_clear_cpu_idle(cpu)) {
 		path_queue(tctx, PATH_LOCAL, 0, STAT_INS_LOCAL);
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, enq_slice(p, enq_flags), enq_flags);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
@@ -194,6 +194,7 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 	if (!tctx || !valid_cpu(cpu))
 		return;
 	tctx->run_start = now_ns();
+	tctx->waiting = 0;
 	note_taken(cpu, false);	/* ours again, if another class held it */
 	cpuq_left(tctx);
 	cur_running(p, tctx, cpu, tctx->run_start);	/* before path_run: reads the path */

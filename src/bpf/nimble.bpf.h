@@ -360,6 +360,8 @@ struct task_ctx {
 	s32 cpuq;
 	/* Where select_cpu wants enqueue to queue a wakeup (enum enq_hint). */
 	u32 hint;
+	/* Queued by enqueue_llc() and not run since (task_deadline()). */
+	u32 waiting;
 };
 
 /* select_cpu's word to enqueue about a wakeup that found no idle CPU. */

@@ -10,6 +10,7 @@
 
 #include "nimble.bpf.h"
 #include "stats.bpf.h"
+#include "vtime.bpf.h"
 #include "idle.bpf.h"
 #include "numa_gate.bpf.h"
 
@@ -119,7 +120,7 @@ static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_fl
 	tctx->home = node;	/* moved by the rule */
 	nstat_inc(node, NSTAT_PUSH);
 	path_queue(tctx, PATH_DIRECT, 0, STAT_INS_DIRECT);
-	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice_ns, enq_flags);
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, enq_slice(p, enq_flags), enq_flags);
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	return true;
 }

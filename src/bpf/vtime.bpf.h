@@ -148,11 +148,20 @@ static __always_inline u64 deadline_from(struct task_struct *p, struct task_ctx 
  * weight) further, no further ahead than max_wait_ns, so a nice-19 task
  * among many is never starved into the sched_ext watchdog.
  */
-static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx *tctx)
+static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx *tctx,
+					 bool requeue)
 {
 	u64 now = now_ns(), start = now, dl;
 
-	if (tctx->full_slices >= HOG_SLICES && time_after(tctx->vfin, now))
+	/*
+	 * Queued again before it ran (a renice, a cgroup or affinity change
+	 * while it waited): it keeps its place, at its new weight. Started
+	 * anew, a loop reniced every 30 ms lost its wait each time and got
+	 * 13 % less CPU (weights_churn.sh); EEVDF keeps the lag too.
+	 */
+	if (requeue && tctx->vstart)
+		start = tctx->vstart;
+	else if (tctx->full_slices >= HOG_SLICES && time_after(tctx->vfin, now))
 		start = tctx->vfin;
 	else if (tctx->vfin && clock_since(now, tctx->vfin) > slice_ns)
 		stat_inc(STAT_LAG_CLAMP);	/* came back long after: no credit */
@@ -205,6 +214,21 @@ static __always_inline void deadline_woke(struct task_ctx *tctx)
 {
 	tctx->burst = (tctx->burst * 3 + tctx->exec) / 4;
 	tctx->exec = 0;
+}
+
+/*
+ * The slice @p is queued with: a full one, except after an attribute change
+ * (a renice, a cgroup or affinity change: neither a wakeup nor a hand-back,
+ * and some slice left), which keeps what is left: refilled, a running task
+ * reniced every few ms would never reach the end of its slice.
+ */
+static __always_inline u64 enq_slice(const struct task_struct *p, u64 enq_flags)
+{
+	u64 s = p->scx.slice;
+
+	if (enq_flags & (SCX_ENQ_WAKEUP | SCX_ENQ_REENQ) || !s || s > slice_ns)
+		return slice_ns;
+	return s;
 }
 
 /*

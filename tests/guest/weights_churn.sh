@@ -15,8 +15,16 @@
 # cgroup one by one leaves some alone for a while, with their cgroup's whole
 # weight, under the kernel too.) The renices swap nice 10 and 11 between
 # the two halves of the light loops. nimble-churn renices every loop each
-# step (30 ms) and moves one of them, in turn: a move waits for an RCU grace
-# period, tens of ms here.
+# step (30 ms) and, from a second thread, moves one of them at a time, in
+# turn, every 30 ms or as fast as the kernel lets it (a move waits for an
+# RCU grace period, 30-60 ms here).
+#
+# nimble-churn runs at nice 0, as the scheduler does in these tests
+# (start_sched). At nice -20, a task waking every 30 ms is 87 nice-0 loops
+# while it runs, and that alone (churning a sleeping process) moved the
+# ratio from 10.2 to 5.0-5.7 under scx_nimble and to 6.6-7.2 under EEVDF
+# (docs/known-limits.md): a neighbour, not the attribute changes this test
+# is about. EEVDF's ratios with the same churn are logged for the record.
 . /tests/lib.sh
 
 SECS=$(by_tier 20 10)
@@ -49,7 +57,7 @@ run_mix() {
 	cat $files | awk '{ pid = $1; sub(/^.*\) /, ""); split($0, f, " "); print pid, f[12] + f[13] }' >/tmp/t0
 	if [ "$2" = 1 ]; then
 		# shellcheck disable=SC2086
-		nice -n -20 nimble-churn --period-ms 30 --secs "$SECS" --nice 10,11 \
+		nimble-churn --period-ms 30 --secs "$SECS" --nice 10,11 \
 			--cgroups "$CG/l%db,$CG/l%da" $LIGHT >/tmp/churn.out 2>&1 &
 		CHURN=$!
 		# From outside the churn: the first light loop's cgroup and nice,
@@ -90,6 +98,8 @@ run_mix() {
 	[ "$zero" = 0 ] || fail "$label: $zero light loops never ran"
 }
 
+run_mix "EEVDF, left alone" 0
+run_mix "EEVDF, reniced every 30 ms and moved" 1
 start_sched
 run_mix "nimble, left alone" 0
 base=$(cut -d' ' -f1 /tmp/ratio)
@@ -98,7 +108,11 @@ churn=$(cut -d' ' -f1 /tmp/ratio)
 assert_attached "after the churn"
 stop_and_check
 steps=$(sed -n 's/^CHURN steps=\([0-9]*\).*/\1/p' /tmp/churn.out)
-[ "${steps:-0}" -ge $((SECS * 20)) ] || fail "only ${steps:-0} churn steps in $SECS s (want one per 30 ms)"
+moves=$(sed -n 's/^CHURN.* moves=\([0-9]*\).*/\1/p' /tmp/churn.out)
+# Renices: one step per 30 ms plus its own cost; moves: every loop at
+# least once a second.
+[ "${steps:-0}" -ge $((SECS * 20)) ] || fail "only ${steps:-0} renice steps in $SECS s (want one per 30 ms)"
+[ "${moves:-0}" -ge $((SECS * 8)) ] || fail "only ${moves:-0} cgroup moves in $SECS s"
 [ "$SEEN" -ge $((SAMPLES / 2)) ] && [ "$SAMPLES" -ge "$SECS" ] ||
 	fail "a light loop's cgroup and nice changed in $SEEN of $SAMPLES samples 0.1 s apart"
 log "a light loop's cgroup and nice changed in $SEEN of $SAMPLES samples 0.1 s apart"

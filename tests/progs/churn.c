@@ -2,16 +2,18 @@
 /*
  * nimble-churn: attribute changes at a steady pace, for weights_churn.sh.
  * Every PERIOD ms, swaps the PIDs' nice values between two levels (the
- * first half takes NICE_A and the second NICE_B, then the other way round)
- * and moves one of them, in turn, to the other of its two cgroups: PID i
- * lives in DIR_A or DIR_B with %d replaced by i. One move per step: a move
- * waits for an RCU grace period (the cgroup threadgroup lock), tens of ms
- * in a loaded TCG guest. A shell doing the same forks a renice per step,
- * a tenth of a second each there.
+ * first half takes NICE_A and the second NICE_B, then the other way round).
+ * A second thread moves them, one at a time and in turn, to the other of
+ * their two cgroups, also every PERIOD ms or as fast as the kernel allows:
+ * PID i lives in DIR_A or DIR_B with %d replaced by i. A move waits for an
+ * RCU grace period (the cgroup threadgroup lock), 30-60 ms in a loaded TCG
+ * guest; in the renicing thread it held the renices to one per 60 ms. A
+ * shell doing the same forks a renice per step, a tenth of a second each
+ * there.
  *
  *   nimble-churn --period-ms P --secs S --nice A,B --cgroups DIR_A,DIR_B PID...
  *
- * Prints "CHURN steps=N" at the end; exits non-zero if a move or a renice
+ * Prints "CHURN steps=N moves=M" at the end; exits non-zero if a move or a renice
  * failed (the steps are the syscalls' own successes, which the guest script
  * checks from outside in /proc/PID/cgroup and /proc/PID/stat).
  */
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #define MAX_PIDS 64
@@ -46,12 +49,45 @@ static int move(const char *pattern, int i, int pid)
 	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+static int pids[MAX_PIDS], n;
+static char *cgs[2];
+static double secs = 10;
+static struct timespec ts, t0;
+static long moves;
+static int move_err;
+
+static int time_up(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9 >= secs;
+}
+
+/* PID i's k-th move (k = moves / n) takes it to DIR_B, DIR_A, ... */
+static void *mover(void *arg)
+{
+	(void)arg;
+	while (!time_up()) {
+		int i = moves % n;
+
+		if (move(cgs[(moves / n + 1) & 1], i, pids[i])) {
+			fprintf(stderr, "nimble-churn: move %ld of %d: %m\n", moves, pids[i]);
+			move_err = 1;
+			return NULL;
+		}
+		moves++;
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	int pids[MAX_PIDS], n = 0, nice_a = 10, nice_b = 11, i;
-	char *cgs[2] = { NULL, NULL };
-	double secs = 10, period_ms = 30;
-	struct timespec ts, t0, now;
+	int nice_a = 10, nice_b = 11, i;
+	double period_ms = 30;
+	struct timespec next;
+	pthread_t mv;
 	long steps = 0;
 
 	for (i = 1; i < argc; i++) {
@@ -78,10 +114,12 @@ int main(int argc, char **argv)
 	ts.tv_sec = (time_t)(period_ms / 1000);
 	ts.tv_nsec = (long)((period_ms - ts.tv_sec * 1000) * 1e6);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9 >= secs)
-			break;
+	next = t0;
+	if (pthread_create(&mv, NULL, mover, NULL)) {
+		fprintf(stderr, "nimble-churn: pthread_create failed\n");
+		return 1;
+	}
+	while (!time_up() && !move_err) {
 		for (i = 0; i < n; i++) {
 			int first = (i < n / 2) ^ (steps & 1);
 
@@ -90,15 +128,14 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		}
-		/* PID i's k-th move (k = steps / n) takes it to DIR_B, DIR_A, ... */
-		i = steps % n;
-		if (move(cgs[(steps / n + 1) & 1], i, pids[i])) {
-			fprintf(stderr, "nimble-churn: step %ld, move %d: %m\n", steps, pids[i]);
-			return 1;
-		}
 		steps++;
-		nanosleep(&ts, NULL);
+		/* On a grid of PERIOD ms from the start: a late wakeup does not delay the next step. */
+		next.tv_nsec += ts.tv_nsec;
+		next.tv_sec += ts.tv_sec + next.tv_nsec / 1000000000;
+		next.tv_nsec %= 1000000000;
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
 	}
-	printf("CHURN steps=%ld moves=%ld\n", steps, steps);
-	return 0;
+	pthread_join(mv, NULL);
+	printf("CHURN steps=%ld moves=%ld\n", steps, moves);
+	return move_err;
 }
