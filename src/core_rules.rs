@@ -126,9 +126,24 @@ mod tests {
     #[test]
     fn the_earlier_deadline_wins_and_a_tie_keeps_the_running_task() {
         let c = running(2 * MS, 5 * MS, 4 * MS, Normal); // deadline T + 2 ms
-        assert!(!wakeup_preempts(&nice0(T + 2 * MS, T, 100 * US, Normal), &c, T, MS));
-        assert!(!wakeup_preempts(&nice0(T + 3 * MS, T, 100 * US, Normal), &c, T, MS));
-        assert!(wakeup_preempts(&nice0(T + 2 * MS - 1, T, 100 * US, Normal), &c, T, MS));
+        assert!(!wakeup_preempts(
+            &nice0(T + 2 * MS, T, 100 * US, Normal),
+            &c,
+            T,
+            MS
+        ));
+        assert!(!wakeup_preempts(
+            &nice0(T + 3 * MS, T, 100 * US, Normal),
+            &c,
+            T,
+            MS
+        ));
+        assert!(wakeup_preempts(
+            &nice0(T + 2 * MS - 1, T, 100 * US, Normal),
+            &c,
+            T,
+            MS
+        ));
     }
 
     #[test]
@@ -137,36 +152,101 @@ mod tests {
         // (4 ms ago): it now asks for the 6 ms it has run, from now.
         let c = running(6 * MS, 2 * MS, 2 * MS, Normal);
         assert!(wakeup_preempts(&nice0(T + MS, T, MS, Normal), &c, T, MS));
-        assert!(wakeup_preempts(&nice0(T + 5 * MS, T, 5 * MS, Normal), &c, T, MS));
-        assert!(!wakeup_preempts(&nice0(T + 7 * MS, T, 5 * MS, Normal), &c, T, MS));
+        assert!(wakeup_preempts(
+            &nice0(T + 5 * MS, T, 5 * MS, Normal),
+            &c,
+            T,
+            MS
+        ));
+        assert!(!wakeup_preempts(
+            &nice0(T + 7 * MS, T, 5 * MS, Normal),
+            &c,
+            T,
+            MS
+        ));
         // Seen in the VM: a 0.1 ms sleeper that ran 10 ms against a 4.4 ms wakee.
         let s = running(10 * MS, 100 * US, 100 * US, Normal);
-        assert!(wakeup_preempts(&nice0(T + 4400 * US, T, 4400 * US, Normal), &s, T, MS));
+        assert!(wakeup_preempts(
+            &nice0(T + 4400 * US, T, 4400 * US, Normal),
+            &s,
+            T,
+            MS
+        ));
         // Weighted: a nice -20 task's span is 1/87 of what it ran.
         let heavy = view(T - 4 * MS, T - 10 * MS, 100 * US, 100 * US / 87, Normal);
-        assert!(!wakeup_preempts(&nice0(T + 4400 * US, T, 4400 * US, Normal), &heavy, T, MS));
+        assert!(!wakeup_preempts(
+            &nice0(T + 4400 * US, T, 4400 * US, Normal),
+            &heavy,
+            T,
+            MS
+        ));
     }
 
     #[test]
     fn an_ineligible_wakee_waits() {
         let c = running(5 * MS, 5 * MS, 900 * MS, Normal);
         // Its start (its finish time) lies ahead: it ran beyond its share.
-        assert!(!wakeup_preempts(&nice0(T + 10 * MS, T + MS, MS, Normal), &c, T, MS));
-        assert!(wakeup_preempts(&nice0(T + 10 * MS, T, MS, Normal), &c, T, MS));
+        assert!(!wakeup_preempts(
+            &nice0(T + 10 * MS, T + MS, MS, Normal),
+            &c,
+            T,
+            MS
+        ));
+        assert!(wakeup_preempts(
+            &nice0(T + 10 * MS, T, MS, Normal),
+            &c,
+            T,
+            MS
+        ));
     }
 
     #[test]
     fn sched_idle_loses_at_once_and_batch_and_idle_wakees_never_preempt() {
         let idle = running(10 * US, 5 * MS, 10 * MS, Idle);
         // Any other class takes a SCHED_IDLE task's CPU, deadline or not.
-        assert!(wakeup_preempts(&nice0(T + 50 * MS, T, MS, Normal), &idle, T, MS));
-        assert!(wakeup_preempts(&nice0(T + 50 * MS, T, MS, Batch), &idle, T, MS));
+        assert!(wakeup_preempts(
+            &nice0(T + 50 * MS, T, MS, Normal),
+            &idle,
+            T,
+            MS
+        ));
+        assert!(wakeup_preempts(
+            &nice0(T + 50 * MS, T, MS, Batch),
+            &idle,
+            T,
+            MS
+        ));
         assert!(!wakeup_preempts(&nice0(T, T, MS, Idle), &idle, T, MS));
         // SCHED_BATCH and SCHED_IDLE wakees never preempt a normal task.
         let hog = running(4 * MS, 5 * MS, 900 * MS, Normal);
-        assert!(!wakeup_preempts(&nice0(T + 100 * US, T, 100 * US, Batch), &hog, T, MS));
-        assert!(!wakeup_preempts(&nice0(T + 100 * US, T, 100 * US, Idle), &hog, T, MS));
-        assert!(wakeup_preempts(&nice0(T + 100 * US, T, 100 * US, Normal), &hog, T, MS));
+        assert!(!wakeup_preempts(
+            &nice0(T + 100 * US, T, 100 * US, Batch),
+            &hog,
+            T,
+            MS
+        ));
+        assert!(!wakeup_preempts(
+            &nice0(T + 100 * US, T, 100 * US, Idle),
+            &hog,
+            T,
+            MS
+        ));
+        assert!(wakeup_preempts(
+            &nice0(T + 100 * US, T, 100 * US, Normal),
+            &hog,
+            T,
+            MS
+        ));
+    }
+
+    #[test]
+    fn a_running_task_keeps_the_minimum_even_if_it_asked_for_less() {
+        // hackbench-like: both run in 0.1 ms bursts; the wakee's deadline
+        // is earlier, but the running one keeps its 1 ms.
+        let w = nice0(T + 100 * US, T, 100 * US, Normal);
+        let c = |ran| running(ran, 100 * US, 2 * MS, Normal);
+        assert!(!wakeup_preempts(&w, &c(500 * US), T, MS));
+        assert!(wakeup_preempts(&w, &c(MS), T, MS));
     }
 
     #[test]
@@ -183,6 +263,11 @@ mod tests {
     fn a_running_task_stamped_on_a_cpu_ahead_counts_as_just_started() {
         // Its start reads 1 ms after this CPU's now: it ran 0, not 584 years.
         let c = nice0(T + 900 * MS, T + MS, 5 * MS, Normal);
-        assert!(!wakeup_preempts(&nice0(T + 100 * US, T, 100 * US, Normal), &c, T, MS));
+        assert!(!wakeup_preempts(
+            &nice0(T + 100 * US, T, 100 * US, Normal),
+            &c,
+            T,
+            MS
+        ));
     }
 }

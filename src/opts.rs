@@ -50,7 +50,7 @@ pub struct Opts {
 
     /// The least a running task keeps of its slice before a wakeup with an
     /// earlier deadline takes its CPU, in microseconds; it keeps the
-    /// wakee's request if longer, and never more than its own. Lower cuts
+    /// shorter of its own request and the wakee's if longer. Lower cuts
     /// the wakeup latency of short sleepers; higher switches less.
     #[arg(long, value_name = "US", default_value_t = 1000,
           value_parser = clap::value_parser!(u64).range(0..=100_000))]
@@ -60,7 +60,7 @@ pub struct Opts {
     /// CPU time per wakeup (averaged) past its start, but no less than
     /// this. Lower puts the shortest sleepers ahead of more of the queue;
     /// higher orders alike short sleepers by arrival.
-    #[arg(long, value_name = "US", default_value_t = 100,
+    #[arg(long, value_name = "US", default_value_t = 1000,
           value_parser = clap::value_parser!(u64).range(10..=100_000))]
     pub req_min_us: u64,
 

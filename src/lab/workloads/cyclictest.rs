@@ -65,12 +65,24 @@ pub fn run(threads: u32, opts: &Opts) -> Result<Vec<(String, f64)>> {
     let secs = (opts.secs.ceil() as u64).max(1).to_string();
     let t = threads.to_string();
     let args = [
-        "-t", &t, "-p", "0", "--policy=other", "-i", "1000", "-D", &secs, "-q",
+        "-t",
+        &t,
+        "-p",
+        "0",
+        "--policy=other",
+        "-i",
+        "1000",
+        "-D",
+        &secs,
+        "-q",
     ];
     let out = CYCLICTEST.output(&args, Duration::from_secs(WORK_TIMEOUT_S))?;
     let per = parse(&out);
     if per.len() != threads as usize {
-        bail!("cyclictest printed {} thread lines, expected {threads}: {out:?}", per.len());
+        bail!(
+            "cyclictest printed {} thread lines, expected {threads}: {out:?}",
+            per.len()
+        );
     }
     let avg = per.iter().map(|(a, _)| a).sum::<f64>() / per.len() as f64;
     let max = per.iter().map(|(_, m)| *m).fold(0.0, f64::max);
