@@ -112,6 +112,7 @@ fn test_progs() {
         println!("cargo:rustc-env={var}={}", out.display());
         println!("cargo:rerun-if-changed={src}");
     }
+    println!("cargo:rerun-if-changed=tests/progs/schedstat.h");
 }
 
 fn main() {

@@ -285,12 +285,11 @@ s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,
 	return 0;
 }
 
-void BPF_STRUCT_OPS(nimble_exit_task, struct task_struct *p,
-		    struct scx_exit_task_args *args)
+/* @p's books close: what it waited on, its counts. */
+static __always_inline void close_books(struct task_struct *p)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
-	/* Exiting, or handed back to the kernel at unload: close its books. */
 	if (tctx) {
 		path_drop(tctx);
 		cpuq_left(tctx);
@@ -299,20 +298,17 @@ void BPF_STRUCT_OPS(nimble_exit_task, struct task_struct *p,
 	}
 }
 
-/*
- * The task leaves sched_ext (to RT or deadline, or at unload): the books
- * of a task still queued here close (what it waited on, its counts).
- */
+/* Exiting, or handed back to the kernel at unload. */
+void BPF_STRUCT_OPS(nimble_exit_task, struct task_struct *p,
+		    struct scx_exit_task_args *args)
+{
+	close_books(p);
+}
+
+/* It leaves sched_ext (to RT or deadline, or at unload), maybe while queued. */
 void BPF_STRUCT_OPS(nimble_disable, struct task_struct *p)
 {
-	struct task_ctx *tctx = lookup_task_ctx(p);
-
-	if (tctx) {
-		path_drop(tctx);
-		cpuq_left(tctx);
-		node_quiescent(tctx);
-		cg_quiescent(tctx);
-	}
+	close_books(p);
 }
 
 /* cgroup cpu.weight (cgroup.bpf.h): the tree, kept as it changes. */

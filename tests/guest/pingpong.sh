@@ -14,7 +14,10 @@
 # slices: 0.65x EEVDF's rounds, wakeups up to 2-3x EEVDF's longest.
 . /tests/lib.sh
 
-SECS=$(by_tier 15 6)
+SECS=$(by_tier 15 5)
+# Two interleaved rounds even in CI: with one, the two-LLC placement's
+# longest wakeup (9.4 ms against EEVDF's 3.3 ms in one boot) failed the
+# bound that the worst of two rounds met.
 ROUNDS=2
 # CPUs 0 and 1 share an LLC on n2l4, 1 and 2 do not (LLCs of 2 CPUs).
 [ "$(cat /sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list)" = 0-1 ] ||

@@ -44,6 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "schedstat.h"
+
 #define MAX_SAMPLES	(1 << 16)
 
 /* A futex semaphore whose post records when it happened. */
@@ -211,22 +213,6 @@ static int cmp_u32(const void *a, const void *b)
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
 	return x < y ? -1 : x > y;
-}
-
-/* run ns, runnable-wait ns, runs of one thread (the kernel's schedstat). */
-static int schedstat(int pid, int tid, unsigned long long v[3])
-{
-	char path[64];
-	FILE *f;
-	int n;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fscanf(f, "%llu %llu %llu", &v[0], &v[1], &v[2]);
-	fclose(f);
-	return n == 3 ? 0 : -1;
 }
 
 static void usage(void)

@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "schedstat.h"
+
 #define MAX_THREADS	64
 #define MAX_SAMPLES	(1 << 17)
 
@@ -51,21 +53,6 @@ static void to_ts(uint64_t ns, struct timespec *ts)
 {
 	ts->tv_sec = ns / 1000000000ULL;
 	ts->tv_nsec = ns % 1000000000ULL;
-}
-
-static int schedstat(int tid, unsigned long long v[3])
-{
-	char path[64];
-	FILE *f;
-	int n;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fscanf(f, "%llu %llu %llu", &v[0], &v[1], &v[2]);
-	fclose(f);
-	return n == 3 ? 0 : -1;
 }
 
 static void *run(void *arg)
@@ -143,12 +130,12 @@ int main(int argc, char **argv)
 	for (i = 0; i < n; i++) {
 		while (!__atomic_load_n(&s[i].tid, __ATOMIC_ACQUIRE))
 			usleep(1000);
-		schedstat(s[i].tid, s[i].ss0);
+		schedstat(0, s[i].tid, s[i].ss0);
 	}
 	to_ts((uint64_t)(secs * 1e9), &ts);
 	nanosleep(&ts, NULL);
 	for (i = 0; i < n; i++)
-		schedstat(s[i].tid, s[i].ss1);
+		schedstat(0, s[i].tid, s[i].ss1);
 	stop = 1;
 	for (i = 0; i < n; i++)
 		pthread_join(s[i].th, NULL);
