@@ -96,13 +96,6 @@ static __always_inline void llc_bit_put(struct llc_bits *b, s32 cpu, bool on)
 		__sync_fetch_and_and(w, ~bit);
 }
 
-static __always_inline bool llc_bit_test(struct llc_bits *b, s32 cpu)
-{
-	u64 bit, *w = llc_word(b, cpu, &bit);
-
-	return READ_ONCE(*w) & bit;
-}
-
 /* The CPU at place @pos of @llc (-1 past its end). */
 static __always_inline s32 llc_cpu_at(u32 llc, u32 pos)
 {
