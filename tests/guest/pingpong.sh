@@ -4,36 +4,39 @@
 # the other's 0.1 ms then sleeping 9.9 ms. Three placements: all four
 # threads on CPU 0, on two CPUs of one LLC, on two CPUs of two LLCs (the
 # same node). EEVDF and scx_nimble in the same boot, rounds interleaved.
-# Each placement must give, under scx_nimble:
-#   - each pair at least half of its rounds per second under EEVDF;
-#   - no wakeup waiting longer (woken to running, as the woken thread saw
-#     it) than twice the longest under EEVDF, the worst of the rounds of
-#     each;
-# and the scheduler must stay attached with a clean kernel log. Before the
-# fix, the short pair on one CPU waited behind the long worker's whole 5 ms
-# slices: 0.64-0.65x EEVDF's rounds, wakeups up to 10 ms. Those bounds (the
-# issue's) let the old core through (0.64x; 10.2 ms against an EEVDF worst
-# of 7.8 ms in one boot): tighter ones are open in issue 39.
+# Each placement must give, under scx_nimble, over the rounds:
+#   - each pair at least 0.8x its rounds per second under EEVDF (the issue
+#     asked for half; the old core made 0.64-0.66x on CPU 0, the fix 0.96-1.0x);
+#   - each pair's 99th percentile wakeup (woken to running, as the woken
+#     thread saw it; the worst round's) within twice EEVDF's worst plus
+#     1 ms, the running task's protected minimum (--preempt-min-us).
+# and the scheduler must stay attached with a clean kernel log. The single
+# longest wakeup is logged, not bounded: under TCG it is one sample of the
+# host's scheduling of vCPU threads (EEVDF's own ranged 0.5-8 ms over nine
+# 4 s runs in one boot, scx_nimble's 0.9-8.5 ms; a two-round CI run failed
+# 10.7 ms against an EEVDF worst of 2.9 ms). Before the fix the short pair
+# on one CPU waited behind the long worker's whole 5 ms slices: with the old
+# core as /bin/scx_nimble this script fails there (0.66x the rounds, p99
+# 9.1 ms against EEVDF's 2.9 ms); the fix's worst p99 ratio in that
+# placement's run was 0.25-0.8x, elsewhere up to 1.4x (2026-12-04).
 . /tests/lib.sh
 
 SECS=$(by_tier 15 5)
-# Two interleaved rounds even in CI: with one, the two-LLC placement's
-# longest wakeup (9.4 ms against EEVDF's 3.3 ms in one boot) failed the
-# bound that the worst of two rounds met.
+# Two interleaved rounds even in CI: the bounds take each side's worst.
 ROUNDS=2
 # CPUs 0 and 1 share an LLC on n2l4, 1 and 2 do not (LLCs of 2 CPUs).
 [ "$(cat /sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list)" = 0-1 ] ||
 	fail "expects n2l4's LLCs of two CPUs: cpu0 shares its LLC with $(cat /sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list)"
 PLACES="0 0-1 1-2"
 
-# one LABEL CPUS: appends "LABEL CPUS pair rate wake_max_us" to /tmp/pp.res.
+# one LABEL CPUS: appends "LABEL CPUS pair rate wake_p99_us wake_max_us" to /tmp/pp.res.
 one() {
 	nimble-pingpong --secs "$SECS" --cpus "$2" >/tmp/pp.out || fail "$1 on $2: nimble-pingpong failed: $(cat /tmp/pp.out)"
 	n=$(grep -c '^PAIR' /tmp/pp.out)
 	[ "$n" = 2 ] || fail "$1 on $2: $n PAIR lines"
 	awk -v l="$1" -v c="$2" '/^PAIR/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-		print l, c, v["name"], v["rate"], v["wake_max_us"] }' /tmp/pp.out >>/tmp/pp.res
-	log "$1 on CPUs $2: $(grep '^PAIR' /tmp/pp.out | cut -d' ' -f2,4,8 | tr '\n' ' ')"
+		print l, c, v["name"], v["rate"], v["wake_p99_us"], v["wake_max_us"] }' /tmp/pp.out >>/tmp/pp.res
+	log "$1 on CPUs $2: $(awk '/^PAIR/ { print $2, $4, $8, $9 }' /tmp/pp.out | tr '\n' ' ')"
 }
 
 : >/tmp/pp.res
@@ -52,21 +55,21 @@ bad=
 for c in $PLACES; do
 	v=$(awk -v c="$c" '$2 == c {
 			k = $1 SUBSEP $3; rate[k] += $4; nr[k]++
-			if ($5 > wmax[$1]) wmax[$1] = $5 }
+			if ($5 > p99[k]) p99[k] = $5
+			if ($6 > wmax[k]) wmax[k] = $6 }
 		END {
 			ok = 1; out = ""
 			split("long short", pairs, " ")
 			for (i = 1; i <= 2; i++) {
-				e = rate["eevdf" SUBSEP pairs[i]] / nr["eevdf" SUBSEP pairs[i]]
-				s = rate["nimble" SUBSEP pairs[i]] / nr["nimble" SUBSEP pairs[i]]
-				out = out sprintf("%s %.1f/s vs %.1f/s; ", pairs[i], s, e)
-				if (s < e / 2) ok = 0
+				e = "eevdf" SUBSEP pairs[i]; n = "nimble" SUBSEP pairs[i]
+				er = rate[e] / nr[e]; nr_ = rate[n] / nr[n]
+				out = out sprintf("%s %.1f/s vs %.1f/s, p99 wakeup %d us vs %d us (longest %d vs %d); ",
+					pairs[i], nr_, er, p99[n], p99[e], wmax[n], wmax[e])
+				if (nr_ < 0.8 * er || p99[n] > 2 * p99[e] + 1000) ok = 0
 			}
-			out = out sprintf("longest wakeup %d us vs %d us", wmax["nimble"], wmax["eevdf"])
-			if (wmax["nimble"] > 2 * wmax["eevdf"]) ok = 0
 			printf "%s %s\n", ok ? "ok" : "BAD", out }' /tmp/pp.res)
 	log "CPUs $c: $v"
-	case $v in ok*) ;; *) bad="$bad CPUs $c: $v;" ;; esac
+	case $v in ok*) ;; *) bad="$bad CPUs $c: $v" ;; esac
 done
 [ -z "$bad" ] || fail "ping-pong pairs under scx_nimble against EEVDF:$bad"
-pass "pinned ping-pong pairs: rounds at least half of EEVDF's, wakeups within 2x its longest"
+pass "pinned ping-pong pairs: rounds at least 0.8x EEVDF's, p99 wakeups within 2x its worst + 1 ms"
