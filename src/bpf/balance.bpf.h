@@ -66,7 +66,8 @@ static __always_inline bool bal_fits(s64 A, s64 nA, s64 B, s64 nB, s64 w, s64 p,
  * LLC either way once a 3200 loop crosses, but 16000 vs 16000 per node,
  * after which node 0's siblings even out (cgroups of 100 and 400: 2.8x,
  * not 4x). The lightest busy remote node per CPU, nearest first on a tie,
- * and its lightest LLC that @p may run on; -1: no node lighter by 1/16 (as
+ * and its lightest LLC that @p may run on; -1: a remote node @p may use
+ * has a free CPU, no node lighter by 1/16 (as
  * between LLCs; 1/8 left 16800 vs 15200, the light loop that evens them
  * unmoved) or no move that narrows the gap. @from: where remote LLCs start in
  * @own's steal order.
@@ -86,8 +87,20 @@ static __always_inline s32 balance_node(struct task_struct *p, s64 w, u32 own,
 	bpf_for(i, from, nr_llcs) {
 		l = steal_victim(own, i);
 		lnode = node_of_llc(l);
-		if (lnode == node || !node_busy(lnode))
+		if (lnode == node)
 			continue;
+		m = llc_mask(l);
+		if (!m || !bpf_cpumask_intersects(m, p->cpus_ptr))
+			continue;
+		/*
+		 * A node with a free CPU @p may use: crossing is the NUMA
+		 * gate's call (its allowance, nearest first), not this one's.
+		 * Counting it out instead sent a loop from an overloaded node
+		 * to a far node that a shell made look busy, past an idle near
+		 * one (n4's numa_spread.sh).
+		 */
+		if (!node_busy(lnode))
+			return -1;
 		nl = node_cap(lnode);
 		Nl = node_ctx(lnode)->hog_load;
 		n = llc_cap(l);
@@ -98,9 +111,6 @@ static __always_inline s32 balance_node(struct task_struct *p, s64 w, u32 own,
 		if (best_node >= 0 && (s32)lnode != best_node && Nl * nB >= NB * nl)
 			continue;
 		if ((s32)lnode == best_node && load * ln >= lb * n)
-			continue;
-		m = llc_mask(l);
-		if (!m || !bpf_cpumask_intersects(m, p->cpus_ptr))
 			continue;
 		best = l;
 		best_node = lnode;
