@@ -3,6 +3,7 @@
 # scheduler asking for a restart; scx_nimble must reload itself with the new
 # topology and stay attached, under load. Two CPUs go offline together and
 # come back together. Controls set by `tune` before survive the reloads.
+# The full tier also onlines a CPU while the scheduler loads (about 40 s).
 . /tests/lib.sh
 
 N=$(nr_cpus)
@@ -49,6 +50,10 @@ case $last in *"numa_rule=v3 swq=sis-fail"*) ;; *) fail "tune lost over the relo
 kill $STRESS 2>/dev/null
 wait $STRESS
 stop_and_check
+if [ "$TIER" != full ]; then
+	pass "restarted on two CPUs going offline and online (the CPU onlined during the load: full tier)"
+	exit 0
+fi
 
 # A CPU that comes online while the scheduler loads (reading the topology
 # and loading take seconds under TCG): it must end up scheduling on every

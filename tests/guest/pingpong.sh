@@ -9,19 +9,23 @@
 #     asked for half; the old core made 0.64-0.66x on CPU 0, the fix 0.96-1.0x);
 #   - each pair's 99th percentile wakeup (woken to running, as the woken
 #     thread saw it; the worst round's) within twice EEVDF's worst plus
-#     1 ms, the running task's protected minimum (--preempt-min-us).
-# and the scheduler must stay attached with a clean kernel log. The single
-# longest wakeup is logged, not bounded: under TCG it is one sample of the
-# host's scheduling of vCPU threads (EEVDF's own ranged 0.5-8 ms over nine
-# 4 s runs in one boot, scx_nimble's 0.9-8.5 ms; a two-round CI run failed
-# 10.7 ms against an EEVDF worst of 2.9 ms). Before the fix the short pair
-# on one CPU waited behind the long worker's whole 5 ms slices: with the old
-# core as /bin/scx_nimble this script fails there (0.66x the rounds, p99
-# 9.1 ms against EEVDF's 2.9 ms); the fix's worst p99 ratio in that
-# placement's run was 0.25-0.8x, elsewhere up to 1.4x (2026-12-04).
+#     1 ms, the running task's protected minimum (--preempt-min-us);
+#   - no wakeup longer than twice EEVDF's longest in this boot, over every
+#     placement and round (the issue's bound, against the boot's level:
+#     under TCG the longest wakeup is one sample of the host's scheduling
+#     of vCPU threads; EEVDF's own ranged 0.5-8 ms over nine 4 s runs in
+#     one boot, scx_nimble's 0.9-8.5 ms, and a CI run failed the bound per
+#     placement with 10.7 ms against an EEVDF worst of 2.9 ms there, 6.1 ms
+#     elsewhere in that boot);
+# and the scheduler must stay attached with a clean kernel log. Before the
+# fix the short pair on one CPU waited behind the long worker's whole 5 ms
+# slices: with the old core as /bin/scx_nimble this script fails there
+# (0.66x the rounds, p99 9.1 ms against EEVDF's 2.9 ms); the fix's worst
+# p99 ratio in that placement's run was 0.25-0.8x, elsewhere up to 1.4x
+# (2026-12-04).
 . /tests/lib.sh
 
-SECS=$(by_tier 15 5)
+SECS=$(by_tier 15 4)
 # Two interleaved rounds even in CI: the bounds take each side's worst.
 ROUNDS=2
 # CPUs 0 and 1 share an LLC on n2l4, 1 and 2 do not (LLCs of 2 CPUs).
@@ -51,9 +55,12 @@ for r in $(seq $ROUNDS); do
 	done
 done
 
+# The host's level of noise in this boot: EEVDF's longest wakeup over
+# every placement and round.
+emax=$(awk '$1 == "eevdf" && $6 > m { m = $6 } END { print m + 0 }' /tmp/pp.res)
 bad=
 for c in $PLACES; do
-	v=$(awk -v c="$c" '$2 == c {
+	v=$(awk -v c="$c" -v emax="$emax" '$2 == c {
 			k = $1 SUBSEP $3; rate[k] += $4; nr[k]++
 			if ($5 > p99[k]) p99[k] = $5
 			if ($6 > wmax[k]) wmax[k] = $6 }
@@ -63,13 +70,13 @@ for c in $PLACES; do
 			for (i = 1; i <= 2; i++) {
 				e = "eevdf" SUBSEP pairs[i]; n = "nimble" SUBSEP pairs[i]
 				er = rate[e] / nr[e]; nr_ = rate[n] / nr[n]
-				out = out sprintf("%s %.1f/s vs %.1f/s, p99 wakeup %d us vs %d us (longest %d vs %d); ",
-					pairs[i], nr_, er, p99[n], p99[e], wmax[n], wmax[e])
-				if (nr_ < 0.8 * er || p99[n] > 2 * p99[e] + 1000) ok = 0
+				out = out sprintf("%s %.1f/s vs %.1f/s, p99 wakeup %d us vs %d us, longest %d vs %d (boot %d); ",
+					pairs[i], nr_, er, p99[n], p99[e], wmax[n], wmax[e], emax)
+				if (nr_ < 0.8 * er || p99[n] > 2 * p99[e] + 1000 || wmax[n] > 2 * emax) ok = 0
 			}
 			printf "%s %s\n", ok ? "ok" : "BAD", out }' /tmp/pp.res)
 	log "CPUs $c: $v"
 	case $v in ok*) ;; *) bad="$bad CPUs $c: $v" ;; esac
 done
 [ -z "$bad" ] || fail "ping-pong pairs under scx_nimble against EEVDF:$bad"
-pass "pinned ping-pong pairs: rounds at least 0.8x EEVDF's, p99 wakeups within 2x its worst + 1 ms"
+pass "pinned ping-pong pairs: rounds at least 0.8x EEVDF's, p99 wakeups within 2x its worst + 1 ms, none past 2x its longest in this boot"
