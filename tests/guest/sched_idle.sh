@@ -14,7 +14,11 @@
 # it: both from outside the scheduler.
 . /tests/lib.sh
 
-SECS=$(by_tier 20 6)
+# SCHED_IDLE deadlines reach up to 6 s ahead: a window of about that length
+# holds one or two slices of each idle loop depending on its phase, so CI's
+# window is 12 s (with 6 s, one of four suite runs gave 0.427 % against
+# EEVDF's 0.193 %; the others 0.2 %).
+SECS=$(by_tier 20 12)
 # Interleaved rounds; CI runs one of each to keep the suite under 30 min.
 ROUNDS=$(by_tier 2 1)
 N=$(nr_cpus)
