@@ -28,13 +28,21 @@ reset_guest() {
 	for p in $(pidof scx_nimble); do kill -INT "$p" 2>/dev/null; done
 	i=0
 	while pidof scx_nimble >/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	# What a script left behind (a failed script's CPU loops above all) is
+	# killed, or it would load every later script of the boot. Kernel
+	# threads are kthreadd (pid 2) and its children. (Not "cmdline is
+	# empty": procfs files stat as size 0, so `[ -s ]` is false for all.)
 	keep=" $(ancestors | tr '\n' ' ') "
+	left=
 	for d in /proc/[0-9]*; do
 		pid=${d#/proc/}
 		case $keep in *" $pid "*) continue ;; esac
-		# Kernel threads have an empty command line.
-		[ -s "$d/cmdline" ] && kill -KILL "$pid" 2>/dev/null
+		[ "$pid" = 2 ] && continue
+		ppid=$(sed 's/^.*) //' "$d/stat" 2>/dev/null | cut -d' ' -f2)
+		case $ppid in '' | 2 | $$) continue ;; esac
+		kill -KILL "$pid" 2>/dev/null && left="$left $pid"
 	done
+	[ -z "$left" ] || echo "suite.sh: killed what $s left running:$left"
 	i=0
 	until [ "$(cat /sys/kernel/sched_ext/state 2>/dev/null)" = disabled ] || [ $i -ge 100 ]; do
 		sleep 0.1; i=$((i + 1))
