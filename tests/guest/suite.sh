@@ -51,11 +51,13 @@ reset_guest() {
 	for c in /sys/devices/system/cpu/cpu[0-9]*/online; do
 		[ "$(cat "$c")" = 1 ] || echo 1 >"$c"
 	done
-	for g in /sys/fs/cgroup/*/; do
-		[ -e "${g}cgroup.procs" ] || continue
-		for p in $(cat "${g}cgroup.procs"); do echo "$p" >/sys/fs/cgroup/cgroup.procs 2>/dev/null; done
+	# Every test cgroup, nested ones first (s2/c/x before s2/c before s2).
+	for g in $(find /sys/fs/cgroup -mindepth 1 -type d | awk -F/ '{ print NF, $0 }' | sort -rn | cut -d' ' -f2-); do
+		for p in $(cat "$g/cgroup.procs" 2>/dev/null); do echo "$p" >/sys/fs/cgroup/cgroup.procs 2>/dev/null; done
 		rmdir "$g" 2>/dev/null
 	done
+	left=$(find /sys/fs/cgroup -mindepth 1 -type d | tr '\n' ' ')
+	[ -z "$left" ] || echo "suite.sh: WARNING: cgroups left after reset: $left"
 	rm -rf /tmp/* /var/run/scx
 	dmesg -c >/dev/null
 }
