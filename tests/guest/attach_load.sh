@@ -1,8 +1,9 @@
 #!/bin/sh
 # Attach in every topology and survive 30 s of the scx CI recipe (stress-ng
 # --aggressive CPU + fork + affinity churn with --affinity-pin) with
-# hackbench on top (30 s in the full tier, 10 s in CI: every path counted
-# below is taken within the first seconds of load), keep every CPU busy and
+# hackbench on top (30 s in the full tier, 18 s in CI: every path counted
+# below is taken within the first seconds of load, and the stall watch
+# needs 3x its 5 s bound), keep every CPU busy and
 # every CPU worker running (the kernel's accounting), stay attached, exit 0
 # on Ctrl-C, and keep counters that are non-zero where the topology allows
 # and balance exactly.
@@ -11,7 +12,7 @@
 N=$(nr_cpus); NODES=$(nr_nodes); LLCS=$(nr_llcs)
 log "topology: $N CPUs, $NODES nodes, $LLCS LLCs"
 
-SECS=$(by_tier 30 10)
+SECS=$(by_tier 30 18)
 start_sched --stats 1
 stress-ng --aggressive --cpu "$N" --fork 2 --affinity 2 --affinity-pin --timeout "${SECS}s" \
 	--metrics-brief >/tmp/stress.out 2>&1 &

@@ -20,8 +20,9 @@ for i in $(seq 1 $NLOOPS); do
 	pids="$pids $SPAWNED"
 done
 # From outside: each loop keeps running (two per CPU: a fair wait is a
-# slice or two; 3 s is far beyond that and far below the watchdog's 30 s).
-stall_watch 4 $pids
+# slice or two; 3 s is far beyond that and far below the watchdog's 30 s),
+# watched for 3x that bound so a stall that starts late is caught too.
+stall_watch 9 $pids
 # Polled: the counts follow within a stats line or two.
 loaded() { [ "$(node_count $LAST)" -ge "$NLOOPS" ]; }
 wait_until 100 "node $LAST never counted $NLOOPS runnable in 10 s ($(node_count $LAST))" loaded
