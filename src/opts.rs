@@ -128,7 +128,8 @@ pub struct Opts {
     /// How --stats and --monitor print: `human` (aligned lines, rates per
     /// second over the interval), `line` (one `stats:` line of counters
     /// cumulative since attach, for grep) or `json` (one object per interval).
-    /// Without --stats or --monitor it has no effect.
+    /// It also sets the exit summary's form: human, or the one `final:` line
+    /// of counters (line and json).
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t)]
     pub stats_format: crate::stats::StatsFormat,
 

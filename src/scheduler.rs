@@ -44,6 +44,9 @@ pub struct Scheduler<'a> {
     stats_server: StatsServer<(), Metrics>,
     /// Names the cgroups BPF knows by id (stats only).
     cg_names: RefCell<stats::cgroups::Names>,
+    /// The exit summary in the human form (--stats-format human, the
+    /// default) rather than the one `final:` line (line, json).
+    final_human: bool,
 }
 
 /// The kernel's CPU hotplug sequence number (what scx_ops_open! reads too,
@@ -270,6 +273,7 @@ impl<'a> Scheduler<'a> {
             attached_at: Instant::now(),
             stats_server,
             cg_names: RefCell::new(stats::cgroups::Names::new("/sys/fs/cgroup")),
+            final_human: opts.stats_fmt() == stats::StatsFormat::Human,
         })
     }
 
@@ -425,11 +429,16 @@ impl<'a> Scheduler<'a> {
         // counters and every task has been handed back, so the books must balance.
         self.link.take();
         let fin = self.counters()?;
-        let line = self.metrics()?.counters_line();
+        let m = self.metrics()?;
+        let summary = match self.final_human {
+            // Rates and shares since attach, as an interval of --stats shows them.
+            true => format!("final, {}", stats::human::human(None, &m)),
+            false => format!("final: {} imbalance={}\n", m.counters_line(), fin.imbalance()),
+        };
         // Not println!: with stdout closed (`--stats 1 | head -1`) the exit
         // path goes on, it does not panic.
         let mut out = std::io::stdout();
-        if let Err(e) = writeln!(out, "final: {line} imbalance={}", fin.imbalance()) {
+        if let Err(e) = write!(out, "{summary}") {
             if e.kind() != std::io::ErrorKind::BrokenPipe {
                 warn!("printing the final counters: {e}");
             }

@@ -10,7 +10,7 @@
 
 pub mod cgroups;
 mod format;
-mod human;
+pub mod human;
 mod schema;
 mod server;
 
