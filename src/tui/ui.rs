@@ -694,19 +694,27 @@ pub(crate) mod tests {
         assert!(!screen(&h, 80, 24).contains('%'));
     }
 
-    /// Not a check: `cargo test print_screens -- --ignored --nocapture`
-    /// shows what the fixtures look like.
+    /// The usual terminal sizes show every panel, LLC and CPU of both
+    /// fixtures; a 40x10 terminal still gets the header. Run with
+    /// `--nocapture` to see the screens.
     #[test]
-    #[ignore]
-    fn print_screens() {
-        for (f, w, rows) in [
-            (N2L4, 80, 24),
-            (L2, 80, 24),
-            (N2L4, 120, 30),
-            (N2L4, 40, 10),
-        ] {
-            println!("{}\n", screen(&history(f), w, rows));
+    fn common_sizes_show_every_panel_llc_and_cpu() {
+        for (f, llcs, w, rows) in [(N2L4, 4, 80, 24), (L2, 2, 80, 24), (N2L4, 4, 120, 30)] {
+            let s = screen(&history(f), w, rows);
+            println!("{s}\n");
+            for want in ["topology", "NUMA thresholds", "steals", "migrations", "q quit"] {
+                assert!(s.contains(want), "{w}x{rows}: no {want:?} in\n{s}");
+            }
+            for l in 0..llcs {
+                assert!(s.contains(&format!("LLC {l} ")), "{w}x{rows}: no LLC {l} in\n{s}");
+            }
+            for c in 0..8 {
+                assert!(s.contains(&format!("cpu{c} ")), "{w}x{rows}: no cpu{c} in\n{s}");
+            }
         }
+        let s = screen(&history(N2L4), 40, 10);
+        println!("{s}");
+        assert!(s.starts_with("scx_nimble"), "40x10: no header in\n{s}");
     }
 
     #[test]
