@@ -9,13 +9,13 @@
 //! with its own result and seconds in the results table. The first test of
 //! a pair boots it; the others read what their script printed.
 //!
-//! Tiers: `vm/nimble-vm test` (CI) runs every case on trixie-backports and
-//! the cases where the kernel version matters (load/attach, hotplug,
-//! signals) on sid too; `vm/nimble-vm test --full` adds every other case on
-//! sid (`full::sid::*`), the 10-minute soak (`full::backports::*`) and the
-//! long durations (NIMBLE_VM_TIER=full, passed to the guest scripts as
-//! NIMBLE_TIER). The cases a tier leaves out are listed as skipped in the
-//! results table.
+//! Tiers: `vm/nimble-vm test` (CI) runs every case on trixie-backports but
+//! the `FullOnly` ones, and on sid only attach/load on n2l4 (`Both`: the
+//! kernel version matters to it); `vm/nimble-vm test --full` adds every
+//! other case on sid (`full::sid::*`), the `FullOnly` cases and the
+//! 10-minute soak (`full::backports::*`) and the long durations
+//! (NIMBLE_VM_TIER=full, passed to the guest scripts as NIMBLE_TIER). The
+//! cases a tier leaves out are listed as skipped in the results table.
 
 #[allow(dead_code)] // primary() is the lab's
 mod common;

@@ -3,7 +3,7 @@
 # scheduler run: stress-ng CPU + fork + affinity churn, two ping-pong pairs.
 # After each minute: still attached, no sched_ext complaint (watchdog,
 # error), node counts sane; at the end every counter balances. 60 s per rule
-# in the full tier, 12 s in CI (a stall is ejected by the watchdog within
+# in the full tier, 8 s in CI (a stall is ejected by the watchdog within
 # the sched_ext timeout set, and a rule that breaks the books or the counts
 # does it within a few seconds of mixed load). SECS overrides both.
 . /tests/lib.sh
