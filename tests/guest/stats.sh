@@ -1,5 +1,6 @@
 #!/bin/sh
-# Metrics over scx_stats. Under load: `--monitor 1` prints at least three
+# Metrics over scx_stats. Under load (then every CPU full: no stall of 3 s
+# either way, from /proc): `--monitor 1` prints at least three
 # intervals with non-zero, growing counters; `--monitor 1 --json` lines go
 # to the host test (prefixed "J ") which checks per-node and per-LLC sums
 # against the totals; the socket is root's only; the TUI attaches in a pty,
@@ -69,6 +70,14 @@ log "--monitor: $(grep -c '^stats:' /tmp/mon.out) lines, run_direct $(val "$firs
 
 stall_check 3 "stress-ng CPU workers while --monitor read the stats"
 
+# Then every CPU full (a CPU loop each on top of the 60 % workers and
+# hackbench) while --monitor --json and the TUI read the stats: no worker
+# or loop waits 3 s, watched for 3x that. (Not from the start: the counters
+# above need some wakeups to find an idle CPU.)
+HOGS=
+for i in $(seq "$N"); do spin; HOGS="$HOGS $SPAWNED"; done
+stall_watch 9 $HOGS $WORKERS
+
 # --monitor --json: one object per interval, checked on the host.
 scx_nimble --monitor 1 --json >/tmp/mon.json 2>/tmp/mon.err &
 MON=$!
@@ -97,6 +106,8 @@ grep -Eq '[0-9]+%' /tmp/tui.txt || fail "TUI never drew a CPU load"
 grep -Eq '[0-9][kM]?/s' /tmp/tui.txt || fail "TUI never drew a rate"
 
 log "TUI drew nodes, LLCs, thresholds and sparklines, quit on q"
+stall_check 3 "CPU loops and stress-ng workers with every CPU full, while --json and the TUI read the stats"
+kill $HOGS
 
 # ... and leaves by itself when the scheduler goes away.
 ( timeout 60 script -q -e -c "stty rows 30 cols 100; TERM=xterm scx_nimble tui" \
