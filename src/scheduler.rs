@@ -433,7 +433,11 @@ impl<'a> Scheduler<'a> {
         let summary = match self.final_human {
             // Rates and shares since attach, as an interval of --stats shows them.
             true => format!("final, {}", stats::human::human(None, &m)),
-            false => format!("final: {} imbalance={}\n", m.counters_line(), fin.imbalance()),
+            false => format!(
+                "final: {} imbalance={}\n",
+                m.counters_line(),
+                fin.imbalance()
+            ),
         };
         // Not println!: with stdout closed (`--stats 1 | head -1`) the exit
         // path goes on, it does not panic.

@@ -702,14 +702,26 @@ pub(crate) mod tests {
         for (f, llcs, w, rows) in [(N2L4, 4, 80, 24), (L2, 2, 80, 24), (N2L4, 4, 120, 30)] {
             let s = screen(&history(f), w, rows);
             println!("{s}\n");
-            for want in ["topology", "NUMA thresholds", "steals", "migrations", "q quit"] {
+            for want in [
+                "topology",
+                "NUMA thresholds",
+                "steals",
+                "migrations",
+                "q quit",
+            ] {
                 assert!(s.contains(want), "{w}x{rows}: no {want:?} in\n{s}");
             }
             for l in 0..llcs {
-                assert!(s.contains(&format!("LLC {l} ")), "{w}x{rows}: no LLC {l} in\n{s}");
+                assert!(
+                    s.contains(&format!("LLC {l} ")),
+                    "{w}x{rows}: no LLC {l} in\n{s}"
+                );
             }
             for c in 0..8 {
-                assert!(s.contains(&format!("cpu{c} ")), "{w}x{rows}: no cpu{c} in\n{s}");
+                assert!(
+                    s.contains(&format!("cpu{c} ")),
+                    "{w}x{rows}: no cpu{c} in\n{s}"
+                );
             }
         }
         let s = screen(&history(N2L4), 40, 10);
