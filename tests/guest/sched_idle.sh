@@ -23,6 +23,8 @@ SECS=$(by_tier 20 12)
 ROUNDS=$(by_tier 2 1)
 N=$(nr_cpus)
 
+sched_idle_task() { [ "$(proc_field "$1" 41)" = 5 ]; }
+
 # share LABEL: appends "LABEL idle_ns all_ns" to /tmp/share.res.
 share() {
 	IDLE= OTHER=
@@ -35,9 +37,7 @@ share() {
 	# chrt sets the policy when its forked child first runs: on a loaded
 	# TCG host that took over a second once (CI), so wait up to 10 s.
 	for p in $IDLE; do
-		i=0
-		while [ "$(proc_field "$p" 41)" != 5 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-		[ $i -lt 100 ] || fail "loop $p is not SCHED_IDLE after 10 s: policy $(proc_field "$p" 41)"
+		wait_until 100 "loop $p is not SCHED_IDLE after 10 s: policy $(proc_field "$p" 41)" sched_idle_task "$p"
 	done
 	# shellcheck disable=SC2086
 	r0=$(cat $(for p in $IDLE $OTHER; do echo /proc/$p/schedstat; done) | awk '{ print $1 }' | tr '\n' ' ')

@@ -3,8 +3,8 @@
 # (scanning past others, at most 8), and only such tasks: every CPU sample
 # of every restricted task is one of its allowed CPUs. Without it a puller
 # looks at the head only. And the restricted tasks get CPU: each at least
-# a quarter of its share under EEVDF in the same boot (/proc/PID/schedstat). On l2
-# (LLC 0 = CPUs 0-3).
+# a quarter of its share under EEVDF in the same boot (/proc/PID/schedstat).
+# On l2 (LLC 0 = CPUs 0-3).
 . /tests/lib.sh
 
 start_sched --stats 0.5 --swq all --swq-affinity --swq-shards 1
@@ -42,11 +42,18 @@ check_samples() { # SECONDS
 }
 # run_ns: "PID ns" for each restricted sleeper, its run time so far.
 run_ns() { for p in $SLEEPERS; do echo "$p $(cut -d' ' -f1 /proc/$p/schedstat)"; done; }
-# shares LABEL BEFORE AFTER SECS: appends "LABEL pid share" (fraction of one
-# CPU over SECS) of each sleeper to /tmp/shares.res; logs the smallest.
+# shares LABEL CMD...: runs CMD and appends "LABEL pid share" (fraction of
+# one CPU while CMD ran) of each sleeper to /tmp/shares.res; logs the smallest.
 shares() {
-	awk -v l="$1" -v s="$4" 'NR == FNR { r0[$1] = $2; next } ($1 in r0) { printf "%s %s %.4f\n", l, $1, ($2 - r0[$1]) / (s * 1e9) }' "$2" "$3" >>/tmp/shares.res
-	log "  $1: restricted sleepers' CPU share, smallest $(awk -v l="$1" '$1 == l { if (m == "" || $3 < m) m = $3 } END { print m }' /tmp/shares.res)"
+	l=$1
+	shift
+	run_ns >/tmp/run0
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	"$@"
+	run_ns >/tmp/run1
+	awk -v l="$l" -v t0="$t0" 'NR == 1 { s = $1 - t0; next } NR == FNR + 1 { r0[$1] = $2; next }
+		($1 in r0) { printf "%s %s %.4f\n", l, $1, ($2 - r0[$1]) / (s * 1e9) }' /proc/uptime /tmp/run0 /tmp/run1 >>/tmp/shares.res
+	log "  $l: restricted sleepers' CPU share, smallest $(awk -v l="$l" '$1 == l { if (m == "" || $3 < m) m = $3 } END { print m }' /tmp/shares.res)"
 }
 : >/tmp/shares.res
 WINDOW=$(by_tier 10 5)
@@ -64,11 +71,7 @@ COUNTERS="swq_scanned swq_pull_tries swq_skip_affinity swq_pull swq_pull_ns swq_
 measure() {
 	next_stats
 	deltas $COUNTERS
-	run_ns >/tmp/run0
-	t0=$(cut -d' ' -f1 /proc/uptime)
-	check_samples "$WINDOW"
-	run_ns >/tmp/run1
-	shares "$2" /tmp/run0 /tmp/run1 "$(awk -v a="$t0" '{ print $1 - a }' /proc/uptime)"
+	shares "$2" check_samples "$WINDOW"
 	next_stats
 	deltas $COUNTERS
 	scanned=$d_swq_scanned tries=$d_swq_pull_tries skipped=$d_swq_skip_affinity pulled=$d_swq_pull
@@ -95,17 +98,16 @@ stop_and_check
 # least a quarter of its EEVDF share with either setting: a task stranded
 # in a queue gets none. (Not closer: with the head-only pull a restricted
 # task waits behind heads it cannot run, and the smallest ratio measured
-# was 0.49-0.51; a sleeper's demand is set by its loop's speed under TCG.)
-run_ns >/tmp/run0
-t0=$(cut -d' ' -f1 /proc/uptime)
-sleep "$WINDOW"
-run_ns >/tmp/run1
-shares eevdf /tmp/run0 /tmp/run1 "$(awk -v a="$t0" '{ print $1 - a }' /proc/uptime)"
+# was 0.49-0.53; a sleeper's demand is set by its loop's speed under TCG.)
+shares eevdf sleep "$WINDOW"
 kill $PIDS
 wait $PIDS 2>/dev/null
-bad=$(awk '$1 == "eevdf" { e[$2] = $3; next } { s[$1 " " $2] = $3 }
-	END { for (k in s) { split(k, x, " "); if (s[k] < 0.25 * e[x[2]]) printf "%s pid %s %.3f vs eevdf %.3f; ", x[1], x[2], s[k], e[x[2]] } }' /tmp/shares.res)
-log "smallest ratio of a sleeper's share to its EEVDF share: $(awk '$1 == "eevdf" { e[$2] = $3; next } { s[$1 " " $2] = $3 }
-	END { m = ""; for (k in s) { split(k, x, " "); r = s[k] / e[x[2]]; if (m == "" || r < m) m = r } printf "%.2f", m }' /tmp/shares.res) (bound 0.25)"
+# Line 1: the smallest ratio; then one line per sleeper and setting under 0.25.
+awk '$1 == "eevdf" { e[$2] = $3; next } { s[$1 " " $2] = $3 }
+	END { m = ""; for (k in s) { split(k, x, " "); r = s[k] / e[x[2]]; if (m == "" || r < m) m = r
+		if (r < 0.25) bad = bad sprintf("%s pid %s %.3f vs eevdf %.3f; ", x[1], x[2], s[k], e[x[2]]) }
+		printf "%.2f\n%s\n", m, bad }' /tmp/shares.res >/tmp/ratio
+log "smallest ratio of a sleeper's share to its EEVDF share: $(head -n 1 /tmp/ratio) (bound 0.25)"
+bad=$(sed -n 2p /tmp/ratio)
 [ -z "$bad" ] || fail "a restricted sleeper got under a quarter of its EEVDF CPU share: $bad"
 pass "swq-affinity pulls only allowed tasks, scanning past others; head-only without it; every restricted sleeper got at least a quarter of its EEVDF share"
