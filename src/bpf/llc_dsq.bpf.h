@@ -97,7 +97,7 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 		scx_bpf_error("task %d on invalid CPU %d", p->pid, cpu);
 		return;
 	}
-	llc = llc_of(cpu);
+	llc = requeue_llc(p, tctx, enq_flags);
 	if (slice_end)
 		llc = balance_llc(p, tctx, llc, true);
 	dl = task_deadline(p, tctx, !wakeup && tctx->waiting);

@@ -218,12 +218,19 @@ void BPF_STRUCT_OPS(nimble_runnable, struct task_struct *p, u64 enq_flags)
 		return;
 	cg_runnable(p, tctx);
 	tctx->eff_w = cg_task_weight(p, tctx);
-	node_runnable(p, tctx, scx_bpf_task_cpu(p));
 	if (enq_flags & SCX_ENQ_WAKEUP) {
 		tctx->full_slices = 0;	/* it slept: not CPU-bound */
 		tctx->push_votes = 0;
 		deadline_woke(tctx);
 	}
+	node_runnable(p, tctx, requeue_llc(p, tctx, enq_flags));
+	/*
+	 * Still CPU-bound (an attribute change): back in its LLC's hog_load
+	 * now, not at its next stopping. A loop reniced every 30 ms while it
+	 * waited was out of the load the balance evens most of the time, and
+	 * its LLC looked lighter than it was.
+	 */
+	rq_hog_update(tctx);
 }
 
 /*

@@ -138,17 +138,40 @@ static __always_inline void node_arrive(struct task_ctx *tctx, s32 node)
 }
 
 /*
- * The task became runnable on @cpu: count it on that CPU's node. Kernel
+ * The LLC @p is counted on and queued to when it becomes runnable: its
+ * CPU's, except when it is queued again while it waited on another LLC's
+ * DSQ (the balance put it there; it has not run there yet, so its CPU is
+ * still the old one): it stays where it waited, if it still may run there.
+ * Sent back to its CPU's LLC, a loop reniced every 30 ms undid nearly
+ * every balance move, light loops stayed where fork put them, in the LLC
+ * the balance had to leave heaviest, and the nice-0 / light loop ratio
+ * went from 10 to 13 (weights_churn.sh).
+ */
+static __always_inline u32 requeue_llc(struct task_struct *p, struct task_ctx *tctx,
+				       u64 enq_flags)
+{
+	u32 own = llc_of(scx_bpf_task_cpu(p)), q = tctx->queued_llc;
+	const struct cpumask *m;
+
+	if ((enq_flags & SCX_ENQ_WAKEUP) || !tctx->waiting || tctx->path != PATH_LLC ||
+	    q == own || q >= nr_llcs)
+		return own;
+	m = llc_mask(q);
+	return m && bpf_cpumask_intersects(m, p->cpus_ptr) ? q : own;
+}
+
+/*
+ * The task became runnable on @llc: count it there and on its node. Kernel
  * threads are not counted: they run in short bursts and mostly cannot move,
  * so counting them would make every node look overloaded at random (the
  * kernel's PELT load hardly sees them either).
  */
-static __always_inline void node_runnable(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+static __always_inline void node_runnable(struct task_struct *p, struct task_ctx *tctx, u32 llc)
 {
-	if (tctx->rq_node >= 0 || !valid_cpu(cpu) || (p->flags & PF_KTHREAD))
+	if (tctx->rq_node >= 0 || llc >= nr_llcs || (p->flags & PF_KTHREAD))
 		return;
-	tctx->rq_node = node_of(cpu);
-	tctx->rq_llc = llc_of(cpu);
+	tctx->rq_node = node_of_llc(llc);
+	tctx->rq_llc = llc;
 	tctx->rq_weight = tctx_weight(p, tctx);
 	node_running_add(tctx->rq_node, 1);
 	llc_running_add(tctx->rq_llc, 1, tctx->rq_weight);

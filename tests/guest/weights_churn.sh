@@ -42,7 +42,7 @@ done
 # run_mix LABEL CHURN(0/1): the mix for SECS; leaves "ratio heavy light
 # zero" in /tmp/ratio.
 run_mix() {
-	label=$1
+	label=$1 churn_on=$2
 	HEAVY= LIGHT=
 	for i in $(seq 16); do spin; HEAVY="$HEAVY $SPAWNED"; done
 	i=0
@@ -56,7 +56,7 @@ run_mix() {
 	files=$(for p in $HEAVY $LIGHT; do printf "/proc/%s/stat " "$p"; done)
 	# shellcheck disable=SC2086
 	cat $files | awk '{ pid = $1; sub(/^.*\) /, ""); split($0, f, " "); print pid, f[12] + f[13] }' >/tmp/t0
-	if [ "$2" = 1 ]; then
+	if [ "$churn_on" = 1 ]; then
 		# shellcheck disable=SC2086
 		nimble-churn --period-ms 30 --secs "$SECS" --nice 10,11 \
 			--cgroups "$CG/l%db,$CG/l%da" $LIGHT >/tmp/churn.out 2>&1 &
@@ -92,10 +92,10 @@ run_mix() {
 	wait $HEAVY $LIGHT 2>/dev/null
 	awk -v light="$LIGHT" 'BEGIN { n = split(light, l, " "); for (i = 1; i <= n; i++) is_l[l[i]] = 1 }
 		FILENAME == "/tmp/t0" { a[$1] = $2; next }
-		{ d = $2 - a[$1]; if (is_l[$1]) { sl += d; kl++; if (d <= 0) zero++ } else { sh += d; kh++ } }
-		END { printf "%.2f %d %d %d\n", (sl > 0 ? (sh / kh) / (sl / kl) : 999), sh / kh, sl / kl, zero }' /tmp/t0 /tmp/t1 >/tmp/ratio
-	read -r ratio heavy light zero </tmp/ratio
-	log "$label: nice-0 loop / light loop = $ratio (mean ticks $heavy / $light)$([ "$2" = 1 ] && echo ", $(cat /tmp/churn.out)")"
+		{ d = $2 - a[$1]; if (is_l[$1]) { sl += d; kl++; ls = ls (kl > 1 ? "," : "") d; if (d <= 0) zero++ } else { sh += d; kh++ } }
+		END { printf "%.2f %d %d %d %s\n", (sl > 0 ? (sh / kh) / (sl / kl) : 999), sh / kh, sl / kl, zero, ls }' /tmp/t0 /tmp/t1 >/tmp/ratio
+	read -r ratio heavy light zero each </tmp/ratio
+	log "$label: nice-0 loop / light loop = $ratio (mean ticks $heavy / $light; light loops $each)$([ "$churn_on" = 1 ] && echo ", $(cat /tmp/churn.out)")"
 	[ "$zero" = 0 ] || fail "$label: $zero light loops never ran"
 }
 
