@@ -98,6 +98,7 @@ fn test_progs() {
         ("nimble-pingpong", "tests/progs/pingpong.c"),
         ("nimble-sleepers", "tests/progs/sleepers.c"),
         ("nimble-churn", "tests/progs/churn.c"),
+        ("nimble-memhog", "tests/progs/memhog.c"),
     ] {
         let out = std::path::Path::new(&std::env::var("OUT_DIR").unwrap()).join(name);
         let cc = cc::Build::new().get_compiler();

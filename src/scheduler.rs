@@ -14,6 +14,7 @@ use anyhow::{bail, Context, Result};
 use crossbeam::channel::TryRecvError;
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{debug, info, warn};
+use scx_nimble::memloc;
 use scx_stats::prelude::StatsServer;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
 use std::cell::RefCell;
@@ -47,6 +48,13 @@ pub struct Scheduler<'a> {
     /// The exit summary in the human form (--stats-format human, the
     /// default) rather than the one `final:` line (line, json).
     final_human: bool,
+    /// Memory locality (src/memloc/): None with one node or --mem-scan-ms 0.
+    memloc: Option<memloc::Scanner>,
+    mem_period: Duration,
+    mem_next: Instant,
+    /// Time spent in memory-locality rounds, and their number.
+    mem_cost: Duration,
+    mem_rounds: u64,
 }
 
 /// The kernel's CPU hotplug sequence number (what scx_ops_open! reads too,
@@ -274,6 +282,12 @@ impl<'a> Scheduler<'a> {
             stats_server,
             cg_names: RefCell::new(stats::cgroups::Names::new("/sys/fs/cgroup")),
             final_human: opts.stats_fmt() == stats::StatsFormat::Human,
+            memloc: (layout.nr_nodes() > 1 && opts.mem_scan_ms > 0)
+                .then(|| memloc::Scanner::new("/proc", layout.nr_nodes())),
+            mem_period: Duration::from_millis(opts.mem_scan_ms),
+            mem_next: Instant::now(),
+            mem_cost: Duration::ZERO,
+            mem_rounds: 0,
         })
     }
 
@@ -400,6 +414,48 @@ impl<'a> Scheduler<'a> {
         Ok(())
     }
 
+    /// A memory-locality round when one is due: the nodes that changed go
+    /// into mem_nodes (src/bpf/mem_locality.bpf.h), all are cleared while
+    /// kernel.numa_balancing is 0. A failed write is logged, not fatal: a
+    /// task without a node is placed as before.
+    fn scan_memory(&mut self) {
+        let Some(scanner) = self.memloc.as_mut() else {
+            return;
+        };
+        let start = Instant::now();
+        if start < self.mem_next {
+            return;
+        }
+        self.mem_next = start + self.mem_period;
+        let on = std::fs::read_to_string("/proc/sys/kernel/numa_balancing")
+            .is_ok_and(|s| memloc::balancing_on(&s));
+        let changes = match on {
+            true => scanner.scan(std::process::id()).0,
+            false => scanner.clear(),
+        };
+        let map = &self.skel.maps.mem_nodes;
+        for c in changes {
+            let res = match c {
+                memloc::Change::Set(pid, node) => {
+                    debug!("memory locality: process {pid} on node {node}");
+                    map.update(
+                        &pid.to_ne_bytes(),
+                        &(node as i32).to_ne_bytes(),
+                        MapFlags::ANY,
+                    )
+                }
+                memloc::Change::Clear(pid) => map.delete(&pid.to_ne_bytes()),
+            };
+            if let Err(e) = res {
+                debug!("memory locality: {c:?}: {e}");
+            }
+        }
+        let n = scanner.with_node() as u32;
+        self.skel.maps.bss_data.as_mut().unwrap().mem_nr = n;
+        self.mem_cost += start.elapsed();
+        self.mem_rounds += 1;
+    }
+
     /// Runs until a shutdown request or the kernel unloads us; detaches, prints
     /// the final counters and says why the scheduler exited.
     pub fn run(&mut self, shutdown: &AtomicBool) -> Result<UserExitInfo> {
@@ -421,6 +477,14 @@ impl<'a> Scheduler<'a> {
             }
             std::thread::sleep(POLL);
             self.watch_ctl()?;
+            self.scan_memory();
+        }
+        if self.mem_rounds > 0 {
+            info!(
+                "memory locality: {} rounds, {} us each on average",
+                self.mem_rounds,
+                self.mem_cost.as_micros() / self.mem_rounds as u128
+            );
         }
 
         // A `tune` in the last 100 ms must survive a reload too.

@@ -289,6 +289,8 @@ fn boot(suite: &str, topo: &str, scripts: &[&str]) -> (String, String) {
         .arg(format!("{}:/bin/nimble-sleepers", env!("NIMBLE_SLEEPERS")))
         .arg("--add")
         .arg(format!("{}:/bin/nimble-churn", env!("NIMBLE_CHURN")))
+        .arg("--add")
+        .arg(format!("{}:/bin/nimble-memhog", env!("NIMBLE_MEMHOG")))
         .args(["--", &cmd])
         .output()
         .expect("running vm/nimble-vm (did `vm/nimble-vm setup` run?)");
@@ -368,6 +370,7 @@ vm_cases! {
     n2l4_node_running_counts: "n2l4", "nodes.sh", Backports, script_only;
     n2l4_pinned_task_runs: "n2l4", "pinned.sh", Backports, script_only;
     n2l4_numa_pair_stays_local_by_rule: "n2l4", "numa_locality.sh", Backports, script_only;
+    n2l4_numa_threads_follow_their_memory: "n2l4", "numa_memory.sh", Backports, script_only;
     n2l4_numa_spread: "n2l4", "numa_spread.sh", Backports, script_only;
     n2l4_numa_loops_stay_by_rule: "n2l4", "numa_loops.sh", FullOnly, script_only;
     n2l4_cpu_queues_keep_wakees: "n2l4", "cpuq.sh", Backports, script_only;
@@ -383,6 +386,7 @@ vm_cases! {
     n4_node_running_counts: "n4", "nodes.sh", Backports, script_only;
     n4_numa_spread_nearest_first: "n4", "numa_spread.sh", Backports, script_only;
     n4_numa_mixed_load_each_rule: "n4", "numa_mixed.sh", Backports, script_only;
+    n4_numa_threads_follow_their_memory: "n4", "numa_memory.sh", Backports, script_only;
     n4_topology_matches_kernel: "n4", "topology.sh", Backports, topology_matches_kernel;
     n4_thresholds_in_map: "n4", "thresholds.sh", Backports, thresholds_in_map;
     smt_attach_load: "smt", "attach_load.sh", Backports, script_only;

@@ -21,6 +21,8 @@ enum nimble_limits {
 	MAX_CGROUPS	= 1024,
 	/* Task and cgroup weights are cpu.weight units << WEIGHT_SHIFT (precision). */
 	WEIGHT_SHIFT	= 6,
+	/* Processes whose memory node userspace tracks (mem_nodes, src/memloc/). */
+	MAX_MEM_PROCS	= 4096,
 };
 
 /*
@@ -250,7 +252,9 @@ enum wait_queue {
 	X(PULL, numa_pull, "Tasks pulled from another node by the NUMA gate") \
 	X(PUSH, numa_push, "Tasks whose slice ended pushed to an idle CPU on another node") \
 	X(REFUSED, numa_refused, "Dispatch rounds the NUMA rule kept from pulling across nodes") \
-	X(HOME_RETURN, home_return, "Pulled tasks that came back to their home node")
+	X(HOME_RETURN, home_return, "Pulled tasks that came back to their home node") \
+	X(MEM_MOVE, mem_move, "Tasks moved to the node holding most of their memory (woken, forked or pushed there)") \
+	X(MEM_STAY, mem_stay, "Moves off the node holding a task's memory put off: a push made to wait for twice the votes, a pull that took another task")
 
 enum node_stat {
 #define NODE_STAT_ID(id, name, desc) NSTAT_##id,

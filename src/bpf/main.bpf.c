@@ -18,6 +18,7 @@
  *   stats.bpf.h    per-CPU counters and exact queue-path accounting
  *   numa.bpf.h     per-node load and home nodes, the input of the NUMA rules
  *   numa_gate.bpf.h the NUMA imbalance rule at fork and for every node crossing
+ *   mem_locality.bpf.h the node holding a task's memory, preferred within the rule
  */
 #include "nimble.bpf.h"
 #include "stats.bpf.h"
@@ -25,6 +26,7 @@
 #include "numa.bpf.h"
 #include "idle.bpf.h"
 #include "numa_gate.bpf.h"
+#include "mem_locality.bpf.h"
 #include "numa_moves.bpf.h"
 #include "classes.bpf.h"
 #include "preempt.bpf.h"
@@ -47,10 +49,13 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return prev_cpu;
 
 	tctx->hint = HINT_NONE;
-	/* Forks may cross nodes (the NUMA gate decides); wakeups stay near. */
+	/*
+	 * Forks may cross nodes (the NUMA gate decides); wakeups stay near,
+	 * unless they may go to the node holding their memory.
+	 */
 	if (nr_nodes > 1 && (wake_flags & SCX_WAKE_FORK))
 		cpu = place_forked(p, prev_cpu, tctx);
-	else
+	else if ((cpu = mem_move_cpu(p, tctx, prev_cpu, false, true)) < 0)
 		cpu = pick_idle_near(p, prev_cpu, tctx);
 	/*
 	 * No idle CPU: one that runs only SCHED_IDLE work is as good (the
@@ -218,6 +223,7 @@ void BPF_STRUCT_OPS(nimble_runnable, struct task_struct *p, u64 enq_flags)
 		return;
 	cg_runnable(p, tctx);
 	tctx->eff_w = cg_task_weight(p, tctx);
+	mem_refresh(p, tctx);
 	if (enq_flags & SCX_ENQ_WAKEUP) {
 		tctx->full_slices = 0;	/* it slept: not CPU-bound */
 		tctx->push_votes = 0;
@@ -259,8 +265,9 @@ void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 		return;
 	cur_stopping(cpu);
 	deadline_charge(p, tctx, cpu, now_ns());
-	/* Once a slice: follow its cgroup's share and its nice. */
+	/* Once a slice: follow its cgroup's share and its nice, and its memory. */
 	tctx->eff_w = cg_task_weight(p, tctx);
+	mem_refresh(p, tctx);
 	rq_reweight(tctx, tctx->eff_w);
 	rq_hog_update(tctx);
 }
@@ -281,6 +288,7 @@ s32 BPF_STRUCT_OPS(nimble_init_task, struct task_struct *p,
 	tctx->rq_node = -1;
 	tctx->last_cpu = -1;
 	tctx->home = -1;
+	tctx->mem_node = -1;
 	tctx->last_node = -1;
 	tctx->cg = cg_slot_of(args->cgroup);
 	tctx->cg_w = 0;

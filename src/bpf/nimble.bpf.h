@@ -336,6 +336,7 @@ struct task_ctx {
 	 * coming home (numa_gate.bpf.h).
 	 */
 	s32 home;
+	s32 mem_node;		/* node holding most of its memory, -1: unknown (mem_locality.bpf.h) */
 	s32 last_node;		/* node it last ran on */
 	u64 node_since;		/* when it arrived on last_node */
 	u64 queued_at;		/* when it was last queued (LLC DSQ or swq) */

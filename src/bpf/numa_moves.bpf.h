@@ -13,6 +13,7 @@
 #include "vtime.bpf.h"
 #include "idle.bpf.h"
 #include "numa_gate.bpf.h"
+#include "mem_locality.bpf.h"
 
 /*
  * Claim an idle CPU on another node than @from, nearest node first, where
@@ -53,10 +54,18 @@ static s32 pick_idle_remote(struct task_struct *p, struct task_ctx *tctx, u32 fr
 static s32 place_forked(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 {
 	u32 from, to;
+	s32 cpu;
 
 	if (!valid_cpu(prev))
 		return -EINVAL;
 	from = node_of(prev);
+	/* A new thread of a process whose memory node is known: there, if it may. */
+	tctx->mem_node = mem_node_of(p);
+	cpu = mem_move_cpu(p, tctx, prev, false, true);
+	if (cpu >= 0) {
+		nstat_inc(from, NSTAT_FORK_REMOTE);
+		return cpu;
+	}
 	to = fork_node(p, from);
 	tctx->home = to;
 	if (to == from) {
@@ -100,6 +109,10 @@ static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_fl
 	if (nr_nodes < 2 || p->nr_cpus_allowed == 1 || !valid_cpu(from) ||
 	    tctx->full_slices < NUMA_PUSH_MIN_SLICES)
 		return false;
+	/* To the node holding its memory, if that node may take it. */
+	cpu = mem_move_cpu(p, tctx, from, true, true);
+	if (cpu >= 0)
+		goto push;
 	/* Look first (claiming an idle CPU it then does not use would hide it). */
 	if (pick_idle_remote(p, tctx, node_of(from), false, false) < 0) {
 		tctx->push_votes = 0;
@@ -112,9 +125,17 @@ static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_fl
 	 */
 	if (++tctx->push_votes < NUMA_PUSH_VOTES && !node_crowded(node_of(from)))
 		return false;
+	/* Off the node holding its memory: twice the votes, if not crowded. */
+	if (mem_home(tctx, node_of(from)) && tctx->push_votes < 2 * NUMA_PUSH_VOTES &&
+	    !node_crowded(node_of(from))) {
+		if (tctx->push_votes == NUMA_PUSH_VOTES)
+			nstat_inc(node_of(from), NSTAT_MEM_STAY);
+		return false;
+	}
 	cpu = pick_idle_remote(p, tctx, node_of(from), false, true);
 	if (cpu < 0)
 		return false;
+push:
 	tctx->push_votes = 0;
 	node = node_of(cpu);
 	tctx->home = node;	/* moved by the rule */
@@ -139,6 +160,8 @@ static __always_inline bool push_candidate(struct task_struct *p, struct task_ct
 	if (nr_nodes < 2 || p->nr_cpus_allowed == 1 || !valid_cpu(from) ||
 	    tctx->full_slices + 1 < NUMA_PUSH_MIN_SLICES)
 		return false;
+	if (mem_move_cpu(p, tctx, from, true, false) >= 0)
+		return true;
 	return pick_idle_remote(p, tctx, node_of(from), false, false) >= 0;
 }
 
@@ -153,8 +176,8 @@ static bool pull_remote(u64 dsq_id, s32 cpu, u32 node, bool cold_only)
 {
 	struct task_struct *p;
 	struct task_ctx *tctx;
-	u64 best_since = 0, now = now_ns();
-	s32 best_pid = -1;
+	u64 best_since = 0, mem_since = 0, now = now_ns();
+	s32 best_pid = -1, mem_pid = -1;
 	u32 seen = 0;
 
 	bpf_for_each(scx_dsq, p, dsq_id, 0) {
@@ -173,11 +196,23 @@ static bool pull_remote(u64 dsq_id, s32 cpu, u32 node, bool cold_only)
 			}
 			continue;
 		}
+		/* Off the node holding its memory only if no other task can go. */
+		if (mem_home(tctx, tctx->rq_node)) {
+			if (mem_pid < 0 || tctx->node_since > mem_since) {
+				mem_pid = p->pid;
+				mem_since = tctx->node_since;
+			}
+			continue;
+		}
 		if (best_pid < 0 || tctx->node_since > best_since) {
 			best_pid = p->pid;
 			best_since = tctx->node_since;
 		}
 	}
+	if (best_pid < 0)
+		best_pid = mem_pid;
+	else if (mem_pid >= 0)
+		nstat_inc(node, NSTAT_MEM_STAY);
 	if (best_pid < 0)
 		return false;
 	bpf_for_each(scx_dsq, p, dsq_id, 0) {

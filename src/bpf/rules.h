@@ -124,6 +124,27 @@ RULE_FN enum numa_verdict numa_pull_verdict(u32 rule, s32 imb, s32 span,
 }
 
 /*
+ * Memory locality (mem_locality.bpf.h): may a task go to group @d, which
+ * holds most of its memory and has an idle CPU, from group @g? The
+ * kernel's task_numa_find_cpu() with an idle destination: yes if @d then
+ * runs no more tasks than @g, or within the allowance (at most @imb tasks
+ * there, at most NUMA_IMBALANCE_MIN more than @g). @counted: the task is
+ * in @g's count (runnable there), not when it is waking. Off, the rule
+ * allows no imbalance at all.
+ */
+RULE_FN bool numa_mem_moves(u32 rule, s32 imb, const struct node_group *d,
+			    const struct node_group *g, bool counted)
+{
+	s32 dst = d->run + 1, src = counted ? g->run - 1 : g->run;
+
+	if (dst <= src)
+		return true;
+	if (rule == NUMA_RULE_OFF)
+		return false;
+	return dst <= imb && dst - src <= NUMA_IMBALANCE_MIN;
+}
+
+/*
  * ns from @then to @now, 0 if @then is later. Every difference of two
  * timestamps goes through here: scx_bpf_now() reads each CPU's run queue
  * clock, which may lag another CPU's (and a cached one lags its own CPU's

@@ -96,6 +96,13 @@ mod ffi {
             overload_ok: bool,
             overloaded_long: bool,
         ) -> u32;
+        pub fn numa_mem_moves(
+            rule: u32,
+            imb: i32,
+            d: *const node_group,
+            g: *const node_group,
+            counted: bool,
+        ) -> bool;
         pub fn wait_hist_bucket(ns: u64) -> u32;
     }
 }
@@ -194,6 +201,20 @@ pub fn pull_verdict(
     }
 }
 
+/// rules.h numa_mem_moves(): may a task go to group `dst`, which holds most
+/// of its memory and has an idle CPU, from group `src` (`counted`: it is
+/// runnable there already)?
+pub fn mem_moves(
+    rule: NumaRule,
+    imb_numa_nr: i32,
+    dst: &NodeGroup,
+    src: &NodeGroup,
+    counted: bool,
+) -> bool {
+    // SAFETY: both groups are valid for the call's duration.
+    unsafe { ffi::numa_mem_moves(rule.bpf(), imb_numa_nr, dst, src, counted) }
+}
+
 /// rules.h wait_hist_bucket(): the histogram bucket of a wait of `ns`.
 pub fn wait_hist_bucket(ns: u64) -> usize {
     // SAFETY: a pure C function of a plain value.
@@ -241,6 +262,34 @@ mod tests {
         let d = NodeGroup::steady(dst.0, dst.1, dst.2);
         let g = NodeGroup::steady(src.0, src.1, src.2);
         pull_verdict(rule, imb, span, &d, &g, true, false) != Verdict::Keep
+    }
+
+    /// Memory locality on n2l4 (imb_numa_nr 2, nodes of 4 CPUs): may a task
+    /// runnable on `src` (running count) go to `dst` holding its memory?
+    fn mem(rule: NumaRule, dst_run: i32, src_run: i32, counted: bool) -> bool {
+        let d = NodeGroup::steady(4 - dst_run.min(4), dst_run, 4);
+        let g = NodeGroup::steady(4 - src_run.min(4), src_run, 4);
+        mem_moves(rule, 2, &d, &g, counted)
+    }
+
+    #[test]
+    fn memory_node_takes_a_pair_then_only_what_evens_the_load() {
+        // Two threads on node 0, memory on node 1: the first goes (1 vs 1),
+        // the second too (2 vs 0: within the allowance of a pair).
+        assert!(mem(Mainline, 0, 2, true));
+        assert!(mem(Mainline, 1, 1, true));
+        // A third would make 3 there: past imb_numa_nr, and 3 vs 0.
+        assert!(!mem(Mainline, 2, 1, true));
+        // The destination busier than the source after the move: only up to
+        // two more, and only while it runs at most imb_numa_nr.
+        assert!(!mem(Mainline, 3, 2, true));
+        assert!(mem(Mainline, 3, 5, true), "evens the load: always");
+        // A waking task is not counted on its old node yet.
+        assert!(mem(Mainline, 1, 0, false));
+        assert!(!mem(Mainline, 2, 0, false));
+        // Off: no allowance, only moves that leave the destination no busier.
+        assert!(!mem(Off, 1, 1, true));
+        assert!(mem(Off, 0, 2, true));
     }
 
     #[test]

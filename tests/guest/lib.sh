@@ -191,8 +191,16 @@ sample_nodes() {
 	files=
 	for pid in "$@"; do files="$files /proc/$pid/task/*/stat"; done
 	# shellcheck disable=SC2086
+	sample_stat_files "$count" "$gap" $files
+}
+
+# sample_stat_files COUNT GAP FILE...: sample_nodes over the threads whose
+# /proc/PID/task/TID/stat files are given.
+sample_stat_files() {
+	count=$1 gap=$2
+	shift 2
 	awk -v map="$CPU_NODES" -v nn="$(nr_nodes)" -v count="$count" -v gap="$gap" \
-		-v files="$(echo $files)" 'BEGIN {
+		-v files="$*" 'BEGIN {
 		split(map, m, " "); nf = split(files, f, " ")
 		for (s = 0; s < count; s++) {
 			if (s) system("usleep " int(gap * 1000000))

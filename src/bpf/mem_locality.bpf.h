@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Memory locality: prefer the node that holds most of a task's memory.
+ *
+ * The kernel learns that node from NUMA hinting faults driven by the fair
+ * class's tick (task_tick_numa), which never runs under sched_ext. Here
+ * userspace reads /proc/PID/numa_maps of the processes that run and hold
+ * memory (src/memloc/) and writes the node per process into mem_nodes:
+ * threads share their memory, as the kernel's numa groups say. Nothing is
+ * written while kernel.numa_balancing is 0: then placement is the NUMA
+ * gate's alone.
+ *
+ * The node is a preference, not a binding, as the kernel's
+ * numa_preferred_nid: a task goes there (woken, forked as a thread, or
+ * pushed when its slice ends) only onto an idle CPU and when the
+ * destination may take it (rules.h numa_mem_moves(), the kernel's
+ * task_numa_find_cpu()). Once there, the NUMA rule still spreads load
+ * as it would, but takes other tasks first: a pull picks another task if
+ * it can, a push needs twice the votes (the kernel's load balancer moves
+ * a task off its preferred node only after cache_nice_tries failed
+ * attempts, migrate_degrades_locality()).
+ */
+#ifndef __NIMBLE_MEM_LOCALITY_BPF_H
+#define __NIMBLE_MEM_LOCALITY_BPF_H
+
+#include "nimble.bpf.h"
+#include "stats.bpf.h"
+#include "idle.bpf.h"
+#include "numa_gate.bpf.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_MEM_PROCS);
+	__type(key, u32);	/* tgid */
+	__type(value, s32);	/* node holding most of its memory */
+} mem_nodes SEC(".maps");
+
+/*
+ * Processes in mem_nodes, kept by userspace: 0 skips the lookup (one hash
+ * lookup per runnable otherwise, on NUMA machines only).
+ */
+volatile u32 mem_nr;
+
+/* The node holding most of @p's process's memory, -1: not known. */
+static __always_inline s32 mem_node_of(struct task_struct *p)
+{
+	u32 tgid = p->tgid;
+	s32 *n;
+
+	if (nr_nodes < 2 || !mem_nr)
+		return -1;
+	n = bpf_map_lookup_elem(&mem_nodes, &tgid);
+	return n && *n >= 0 && *n < (s32)nr_nodes ? *n : -1;
+}
+
+/*
+ * Look the node up again: when the task becomes runnable and once a slice
+ * (a CPU-bound thread never wakes). It is its home from then on, so pulls
+ * bring it back (pull_remote()).
+ */
+static __always_inline void mem_refresh(struct task_struct *p, struct task_ctx *tctx)
+{
+	tctx->mem_node = mem_node_of(p);
+	if (tctx->mem_node >= 0)
+		tctx->home = tctx->mem_node;
+}
+
+/*
+ * An idle CPU of @p's memory node to move it to from @from's node, claimed,
+ * if the rule lets that node take it (@counted: @p is runnable on @from's
+ * node already); -1 otherwise, or when it is there already. With !@claim
+ * only look: the node, claiming nothing.
+ */
+static s32 mem_move_cpu(struct task_struct *p, struct task_ctx *tctx, s32 from,
+			bool counted, bool claim)
+{
+	struct node_group d, g;
+	struct numa_level *l;
+	struct numa_snap *s;
+	u32 src, dst, within = 0;
+	s32 cpu;
+
+	if (tctx->mem_node < 0 || !valid_cpu(from) || p->nr_cpus_allowed == 1)
+		return -1;
+	dst = tctx->mem_node;
+	src = node_of(from);
+	if (dst == src || dst >= nr_nodes)
+		return -1;
+	s = numa_snapshot(NULL, -1);
+	if (!s || !s->idle[dst & (MAX_NODES - 1)])
+		return -1;
+	l = level_between(dst, src, &within);
+	if (l) {
+		group_sum(s, dst, within, &d);
+		group_sum(s, src, within, &g);
+		if (!numa_mem_moves(numa_rule(), l->imb_numa_nr, &d, &g, counted))
+			return -1;
+	}
+	if (!claim)
+		return dst;
+	cpu = pick_idle_in(tctx, p->cpus_ptr, node_mask(dst));
+	if (cpu >= 0) {
+		tctx->home = dst;
+		nstat_inc(dst, NSTAT_MEM_MOVE);
+	}
+	return cpu;
+}
+
+/* Whether @node holds most of the task's memory. */
+static __always_inline bool mem_home(const struct task_ctx *tctx, s32 node)
+{
+	return tctx->mem_node >= 0 && tctx->mem_node == node;
+}
+
+#endif /* __NIMBLE_MEM_LOCALITY_BPF_H */

@@ -1,0 +1,112 @@
+#!/bin/sh
+# Memory locality (issue 36). nimble-memhog touches 64 MiB from node 1's
+# CPUs (first touch: the pages are on node 1), starts threads reading it
+# bound to node 0's CPUs, then frees them. The kernel's NUMA balancing
+# would learn from hinting faults that node 1 holds their memory and move
+# them there while the NUMA allowance lets node 1 take them (as many
+# threads as that: two on n2l4, one on n4); scx_nimble reads it from
+# numa_maps. Judged from outside: where the threads last ran
+# (/proc/PID/task/TID/stat), sampled 0.25 s apart after they settled, and
+# where the pages are (numa_maps).
+#   - scx_nimble, kernel.numa_balancing=1: on node 1 in >= 90 % of samples;
+#   - scx_nimble, kernel.numa_balancing=0: placement as before it knew: the
+#     NUMA rule keeps the pair on node 0 (<= 10 % on node 1), which is also
+#     the mechanism switched off;
+#   - EEVDF with numa_balancing=1 in the same boot, for the record: it may
+#     move the pages to the threads instead (share of samples on the node
+#     holding most of the memory at the end).
+. /tests/lib.sh
+
+[ "$(nr_nodes)" -ge 2 ] || fail "needs two NUMA nodes"
+N0=$(node_cpus 0)
+N1=$(node_cpus 1)
+SAMPLES=$(by_tier 40 16)
+SETTLE=$(by_tier 8 6)
+# As many threads as node 1 has room for within the allowance: n2l4's
+# nodes of 4 CPUs take two (imb_numa_nr 2), n4's of 2 CPUs one (1).
+THREADS=$(($(echo "$N1" | awk -F'[-,]' '{ print ($2 == "" ? 1 : $2 - $1 + 1) }') / 2))
+[ "$THREADS" -ge 1 ] || THREADS=1
+[ "$THREADS" -le 2 ] || THREADS=2
+BALANCING=$(cat /proc/sys/kernel/numa_balancing)
+trap 'echo "$BALANCING" >/proc/sys/kernel/numa_balancing' EXIT
+
+# on_node1 STAT...: every thread whose stat file is given last ran on node 1.
+on_node1() {
+	# shellcheck disable=SC2068
+	[ -z "$(sample_stat_files 1 0 $@ | awk -v n=$# '{ split($2, c, "/"); if (c[2] != n) print "no" }')" ]
+}
+
+# node1_pct PID: node 1's share (%) of the process's pages (numa_maps).
+node1_pct() {
+	awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) {
+			split(substr($i, 2), kv, "="); p[kv[1]] += kv[2]; t += kv[2] } }
+		END { printf "%d", t ? 100 * p[1] / t : 0 }' /proc/"$1"/numa_maps
+}
+
+# hog LABEL [settle]: where the reader threads run SETTLE s after they
+# were freed, or once all ran on node 1 last (settle). PCT = share (%) of the samples of the reader threads that
+# found one on node 1; LOCAL = share on the node holding most of the
+# memory at the end (EEVDF's balancing may move the pages instead of the
+# threads); MEM0 / MEM = node 1's share (%) of the pages when the threads
+# were freed / at the end.
+hog() {
+	nimble-memhog --threads "$THREADS" --mb 64 --touch "$N1" --start "$N0" \
+		--free-after-ms 500 >/tmp/memhog.out 2>&1 &
+	HOG=$!
+	wait_until 100 "nimble-memhog did not free its threads: $(cat /tmp/memhog.out)" \
+		grep -q "MEMHOG free" /tmp/memhog.out
+	MEM0=$(node1_pct "$HOG")
+	# The reader threads only: the main thread sleeps where it touched.
+	files=
+	for t in /proc/"$HOG"/task/*; do
+		[ "${t##*/}" = "$HOG" ] || files="$files $t/stat"
+	done
+	if [ "$2" = settle ]; then
+		# Until every reader ran on node 1 last (the scan finds a new
+		# process within 4 rounds of 1 s and needs one more to see it
+		# run), at most 12 s; then the samples judge.
+		t0=$(cut -d' ' -f1 /proc/uptime)
+		# shellcheck disable=SC2086
+		wait_until 120 "$1: the threads never all ran on node 1 in 12 s" on_node1 $files
+		log "$1: all threads on node 1 after $(awk -v a="$t0" '{ printf "%.1f", $1 - a }' /proc/uptime) s"
+	else
+		sleep "$SETTLE"
+	fi
+	# shellcheck disable=SC2086
+	sample_stat_files "$SAMPLES" 0.25 $files >/tmp/samples
+	MEM=$(node1_pct "$HOG")
+	kill "$HOG"
+	wait "$HOG" 2>/dev/null
+	PCT=$(awk '{ split($2, c, "/"); on1 += c[2]; all += c[1] + c[2] }
+		END { printf "%d", all ? 100 * on1 / all : 0 }' /tmp/samples)
+	LOCAL=$PCT
+	[ "$MEM" -ge 50 ] || LOCAL=$((100 - PCT))
+	log "$1: reader threads on node 1 in $PCT % of samples, on their memory's node in" \
+		"$LOCAL %; memory on node 1: $MEM0 % when freed, $MEM % at the end;" \
+		"samples (threads on node 0/1): $(awk '{ print $2 }' /tmp/samples | uniq -c |
+			awk '{ printf "%sx%s ", $1, $2 }')"
+	[ "$MEM0" -ge 90 ] || fail "$1: only $MEM0 % of the memory on node 1 (touched there)"
+}
+
+echo 1 >/proc/sys/kernel/numa_balancing
+hog "EEVDF, numa_balancing=1"
+EEVDF_LOCAL=$LOCAL
+
+start_sched --stats 1
+hog "scx_nimble, numa_balancing=1" settle
+ON=$PCT
+[ "$MEM" -ge 90 ] || fail "scx_nimble moves no pages, yet only $MEM % stayed on node 1"
+c=$(grep '^stats:' "$SCHED_OUT" | tail -n 1 | tr ' ' '\n' |
+	grep -E '^(mem_move|mem_stay|numa_push|numa_pull)=' | tr '\n' ' ')
+log "  counters: $c"
+echo 0 >/proc/sys/kernel/numa_balancing
+sleep 2	# a scan round (1 s) clears what the scheduler knew
+hog "scx_nimble, numa_balancing=0"
+OFF=$PCT
+assert_attached "after the runs"
+stop_and_check
+grep -q "memory locality:" "$SCHED_ERR" && log "$(grep "memory locality: [0-9]* rounds" "$SCHED_ERR")"
+
+[ "$ON" -ge 90 ] || fail "numa_balancing=1: threads on node 1 in $ON % of samples (want >= 90; EEVDF: on their memory's node in $EEVDF_LOCAL %)"
+[ "$OFF" -le 10 ] || fail "numa_balancing=0: threads on node 1 in $OFF % of samples (want <= 10: placement as before)"
+pass "threads follow their memory to node 1 in $ON % of samples (EEVDF: on their memory's node in $EEVDF_LOCAL %), $OFF % with numa_balancing=0"
