@@ -70,6 +70,7 @@ pub struct Ctl {
     pub swq_mode: SwqMode,
     pub swq_affinity: bool,
     pub cgroup_weight: bool,
+    pub mem_locality: bool,
 }
 
 /// What `scx_nimble tune` may change; None leaves a control as it is.
@@ -79,6 +80,7 @@ pub struct Changes {
     pub swq_mode: Option<SwqMode>,
     pub swq_affinity: Option<OnOff>,
     pub cgroup_weight: Option<OnOff>,
+    pub mem_locality: Option<OnOff>,
 }
 
 impl Ctl {
@@ -88,6 +90,7 @@ impl Ctl {
             swq_mode: self.swq_mode.bpf(),
             swq_affinity: self.swq_affinity as u32,
             cgroup_weight: self.cgroup_weight as u32,
+            mem_locality: self.mem_locality as u32,
         }
     }
 
@@ -105,6 +108,7 @@ impl Ctl {
             swq_mode,
             swq_affinity: switch("swq_affinity", raw.swq_affinity)?,
             cgroup_weight: switch("cgroup_weight", raw.cgroup_weight)?,
+            mem_locality: switch("mem_locality", raw.mem_locality)?,
         })
     }
 
@@ -121,18 +125,23 @@ impl Ctl {
         if let Some(w) = c.cgroup_weight {
             self.cgroup_weight = w == OnOff::On;
         }
+        if let Some(m) = c.mem_locality {
+            self.mem_locality = m == OnOff::On;
+        }
         self
     }
 
-    /// "numa_rule=mainline swq=off swq_affinity=off cgroup_weight=on": the form logs and
-    /// stats lines use.
+    /// "numa_rule=mainline swq=off swq_affinity=off cgroup_weight=on
+    /// mem_locality=on": the form logs and stats lines use.
     pub fn describe(&self) -> String {
+        let on = |b: bool| if b { "on" } else { "off" };
         format!(
-            "numa_rule={} swq={} swq_affinity={} cgroup_weight={}",
+            "numa_rule={} swq={} swq_affinity={} cgroup_weight={} mem_locality={}",
             self.numa_rule.name(),
             self.swq_mode.name(),
-            if self.swq_affinity { "on" } else { "off" },
-            if self.cgroup_weight { "on" } else { "off" }
+            on(self.swq_affinity),
+            on(self.cgroup_weight),
+            on(self.mem_locality)
         )
     }
 }
@@ -252,6 +261,7 @@ mod tests {
             swq_mode: SwqMode::Off,
             swq_affinity: false,
             cgroup_weight: true,
+            mem_locality: true,
         };
         let c = ctl.apply(Changes {
             swq_mode: Some(SwqMode::SisFail),
@@ -260,7 +270,7 @@ mod tests {
         assert_eq!(c.numa_rule, NumaRule::Mainline);
         assert_eq!(
             c.describe(),
-            "numa_rule=mainline swq=sis-fail swq_affinity=off cgroup_weight=on"
+            "numa_rule=mainline swq=sis-fail swq_affinity=off cgroup_weight=on mem_locality=on"
         );
         let raw = c.to_raw();
         assert_eq!(Ctl::from_raw(&raw).unwrap(), c);
@@ -274,6 +284,12 @@ mod tests {
             ..Default::default()
         });
         assert!(!c.cgroup_weight && c.swq_affinity);
+        let c = c.apply(Changes {
+            mem_locality: Some(OnOff::Off),
+            ..Default::default()
+        });
+        assert!(!c.mem_locality && !c.cgroup_weight);
+        assert_eq!(Ctl::from_raw(&c.to_raw()).unwrap(), c);
     }
 
     #[test]
@@ -283,6 +299,7 @@ mod tests {
             swq_mode: SwqMode::Off,
             swq_affinity: false,
             cgroup_weight: true,
+            mem_locality: true,
         }
         .to_raw();
         raw.cgroup_weight = 7;

@@ -83,6 +83,10 @@ struct TuneArgs {
     /// nice alone, as under the other scx schedulers; for A/B runs).
     #[arg(long, value_enum)]
     cgroup_weight: Option<OnOff>,
+    /// Turn memory locality on or off (off: the node holding a process's
+    /// memory is neither learnt nor preferred; placement is the NUMA rule's).
+    #[arg(long, value_enum)]
+    mem_locality: Option<OnOff>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -117,6 +121,7 @@ fn main() {
             swq_mode: args.swq,
             swq_affinity: args.swq_affinity,
             cgroup_weight: args.cgroup_weight,
+            mem_locality: args.mem_locality,
         }),
         Some(Cmd::Tui(args)) => tui::run(&tui::TuiArgs {
             interval: std::time::Duration::from_secs_f64(args.interval),

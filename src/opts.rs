@@ -88,15 +88,20 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub numa_patience_us: u64,
 
-    /// Memory locality: every MS milliseconds, find the node holding most
-    /// of each busy process's memory (/proc/PID/numa_maps, processes of
-    /// 1 MiB or more that ran, 64 at most a round) and prefer it within the
-    /// NUMA rule, as the kernel's NUMA balancing does under EEVDF; nothing
-    /// while kernel.numa_balancing is 0. Shorter follows memory sooner for
-    /// more CPU; 0 turns it off.
+    /// Memory locality: how often (ms) to find the node holding most of
+    /// each busy process's memory (/proc/PID/numa_maps, processes of 1 MiB
+    /// or more that ran, 64 at most a round), which placement then prefers
+    /// within the NUMA rule, as the kernel's NUMA balancing does under
+    /// EEVDF; nothing while kernel.numa_balancing is 0. Shorter follows
+    /// memory sooner for more CPU.
     #[arg(long, value_name = "MS", default_value_t = 1000,
-          value_parser = clap::value_parser!(u64).range(0..=60_000))]
+          value_parser = clap::value_parser!(u64).range(100..=60_000))]
     pub mem_scan_ms: u64,
+
+    /// Start with memory locality off (`tune --mem-locality` switches it
+    /// live): placement is then the NUMA rule's alone, as before.
+    #[arg(long)]
+    pub no_mem_locality: bool,
 
     /// Per-LLC shared wakequeue: which tasks go through it (a FIFO any CPU
     /// of the LLC takes from before stealing from other LLCs). `wakeups`

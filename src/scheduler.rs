@@ -48,7 +48,7 @@ pub struct Scheduler<'a> {
     /// The exit summary in the human form (--stats-format human, the
     /// default) rather than the one `final:` line (line, json).
     final_human: bool,
-    /// Memory locality (src/memloc/): None with one node or --mem-scan-ms 0.
+    /// Memory locality (src/memloc/): None with one node.
     memloc: Option<memloc::Scanner>,
     mem_period: Duration,
     mem_next: Instant,
@@ -256,6 +256,7 @@ impl<'a> Scheduler<'a> {
             swq_mode: opts.swq,
             swq_affinity: opts.swq_affinity,
             cgroup_weight: !opts.no_cgroup_weight,
+            mem_locality: !opts.no_mem_locality,
         });
         ctl::write(&skel.maps.nimble_ctl, ctl)?;
         let link = scx_ops_attach!(skel, nimble_ops)?;
@@ -282,7 +283,7 @@ impl<'a> Scheduler<'a> {
             stats_server,
             cg_names: RefCell::new(stats::cgroups::Names::new("/sys/fs/cgroup")),
             final_human: opts.stats_fmt() == stats::StatsFormat::Human,
-            memloc: (layout.nr_nodes() > 1 && opts.mem_scan_ms > 0)
+            memloc: (layout.nr_nodes() > 1)
                 .then(|| memloc::Scanner::new("/proc", layout.nr_nodes())),
             mem_period: Duration::from_millis(opts.mem_scan_ms),
             mem_next: Instant::now(),
@@ -416,8 +417,9 @@ impl<'a> Scheduler<'a> {
 
     /// A memory-locality round when one is due: the nodes that changed go
     /// into mem_nodes (src/bpf/mem_locality.bpf.h), all are cleared while
-    /// kernel.numa_balancing is 0. A failed write is logged, not fatal: a
-    /// task without a node is placed as before.
+    /// kernel.numa_balancing is 0 or the mem_locality control is off. A
+    /// failed write is logged, not fatal: a task without a node is placed
+    /// as before.
     fn scan_memory(&mut self) {
         let Some(scanner) = self.memloc.as_mut() else {
             return;
@@ -427,8 +429,9 @@ impl<'a> Scheduler<'a> {
             return;
         }
         self.mem_next = start + self.mem_period;
-        let on = std::fs::read_to_string("/proc/sys/kernel/numa_balancing")
-            .is_ok_and(|s| memloc::balancing_on(&s));
+        let on = self.ctl.mem_locality
+            && std::fs::read_to_string("/proc/sys/kernel/numa_balancing")
+                .is_ok_and(|s| memloc::balancing_on(&s));
         let changes = match on {
             true => scanner.scan(std::process::id()).0,
             false => scanner.clear(),

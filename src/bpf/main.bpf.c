@@ -260,11 +260,14 @@ void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	s32 cpu = scx_bpf_task_cpu(p);
+	u64 now;
 
 	if (!tctx || !tctx->run_start || !valid_cpu(cpu))
 		return;
 	cur_stopping(cpu);
-	deadline_charge(p, tctx, cpu, now_ns());
+	now = now_ns();
+	mem_account(tctx, cpu, clock_since(now, tctx->run_start));
+	deadline_charge(p, tctx, cpu, now);
 	/* Once a slice: follow its cgroup's share and its nice, and its memory. */
 	tctx->eff_w = cg_task_weight(p, tctx);
 	mem_refresh(p, tctx);

@@ -44,10 +44,14 @@ volatile u32 mem_nr;
 /* The node holding most of @p's process's memory, -1: not known. */
 static __always_inline s32 mem_node_of(struct task_struct *p)
 {
+	struct nimble_ctl *k;
 	u32 tgid = p->tgid;
 	s32 *n;
 
 	if (nr_nodes < 2 || !mem_nr)
+		return -1;
+	k = ctl();
+	if (!k || !k->mem_locality)
 		return -1;
 	n = bpf_map_lookup_elem(&mem_nodes, &tgid);
 	return n && *n >= 0 && *n < (s32)nr_nodes ? *n : -1;
@@ -104,6 +108,19 @@ static s32 mem_move_cpu(struct task_struct *p, struct task_ctx *tctx, s32 from,
 		nstat_inc(dst, NSTAT_MEM_MOVE);
 	}
 	return cpu;
+}
+
+/*
+ * @ran ns on @cpu by a task whose memory node is known: counted for that
+ * node, and as local if @cpu is on it (the locality --stats shows).
+ */
+static __always_inline void mem_account(const struct task_ctx *tctx, s32 cpu, u64 ran)
+{
+	if (tctx->mem_node < 0 || !valid_cpu(cpu))
+		return;
+	nstat_add(tctx->mem_node, NSTAT_MEM_KNOWN_NS, ran);
+	if (node_of(cpu) == (u32)tctx->mem_node)
+		nstat_add(tctx->mem_node, NSTAT_MEM_LOCAL_NS, ran);
 }
 
 /* Whether @node holds most of the task's memory. */

@@ -8,11 +8,12 @@ use anyhow::Result;
 use std::fmt::Write as _;
 
 impl Metrics {
-    /// "numa_rule=X swq=Y swq_affinity=Z cgroup_weight=W": the controls, as logs show them.
+    /// "numa_rule=X swq=Y swq_affinity=Z cgroup_weight=W mem_locality=M": the
+    /// controls, as logs show them.
     pub fn controls(&self) -> String {
         format!(
-            "numa_rule={} swq={} swq_affinity={} cgroup_weight={}",
-            self.numa_rule, self.swq_mode, self.swq_affinity, self.cgroup_weight
+            "numa_rule={} swq={} swq_affinity={} cgroup_weight={} mem_locality={}",
+            self.numa_rule, self.swq_mode, self.swq_affinity, self.cgroup_weight, self.mem_locality
         )
     }
 

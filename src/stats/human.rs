@@ -76,16 +76,16 @@ pub fn human(prev: Option<&Metrics>, m: &Metrics) -> String {
 
     let _ = writeln!(
         s,
-        "{} up {:.0}s, {}: {} nr_cgroups={}",
+        "{} up {:.0}s, {}: nr_cgroups={}",
         m.sched,
         m.uptime_s,
         match prev {
             Some(_) => format!("last {secs:.1}s"),
             None => "since attach".into(),
         },
-        m.controls(),
         m.nr_cgroups
     );
+    row(&mut s, "controls", &m.controls());
     row(
         &mut s,
         "tasks",
@@ -151,12 +151,13 @@ pub fn human(prev: Option<&Metrics>, m: &Metrics) -> String {
             &mut s,
             "numa",
             &format!(
-                "fork local {}  pull {}  push {}  refused {}  home return {}",
+                "fork local {}  pull {}  push {}  refused {}  home return {}  memory local {}",
                 pct(dd(|g| g.fork_local), forks),
                 rate(dd(|g| g.numa_pull), secs),
                 rate(dd(|g| g.numa_push), secs),
                 rate(dd(|g| g.numa_refused), secs),
                 rate(dd(|g| g.home_return), secs),
+                pct(dd(|g| g.mem_local_ns), dd(|g| g.mem_known_ns)),
             ),
         );
         for (id, g) in &m.nodes {
@@ -165,11 +166,15 @@ pub fn human(prev: Option<&Metrics>, m: &Metrics) -> String {
                 &mut s,
                 &format!("node {id}"),
                 &format!(
-                    "running {:<3} pull {:<7} push {:<7} refused {}",
+                    "running {:<3} pull {:<7} push {:<7} refused {:<7} memory local {}",
                     g.nr_running,
                     rate(d(g.numa_pull, p.numa_pull), secs),
                     rate(d(g.numa_push, p.numa_push), secs),
                     rate(d(g.numa_refused, p.numa_refused), secs),
+                    pct(
+                        d(g.mem_local_ns, p.mem_local_ns),
+                        d(g.mem_known_ns, p.mem_known_ns)
+                    ),
                 ),
             );
         }

@@ -191,6 +191,7 @@ impl Metrics {
             swq_mode: ctl.swq_mode.name().into(),
             swq_affinity: if ctl.swq_affinity { "on" } else { "off" }.into(),
             cgroup_weight: if ctl.cgroup_weight { "on" } else { "off" }.into(),
+            mem_locality: if ctl.mem_locality { "on" } else { "off" }.into(),
             swq_shards: setup.swq_shards,
             slice_us: setup.slice_us,
             numa_patience_us: setup.numa_patience_us,
@@ -275,6 +276,7 @@ mod tests {
             swq_mode: SwqMode::Off,
             swq_affinity: false,
             cgroup_weight: true,
+            mem_locality: true,
         };
         let ticks = cpu_ticks("cpu  9 9 9 9\ncpu0 10 0 5 80 5 0 0 0 0 0\ncpu1 1 2 3 4\n");
         Metrics::new(&setup, &ctl, &c, &ticks, 1.5)
@@ -309,7 +311,7 @@ mod tests {
     fn the_line_keeps_the_stats_format() {
         let line = metrics().line();
         for want in [
-            "numa_rule=mainline swq=off swq_affinity=off cgroup_weight=on nr_cgroups=0 ins_direct=36 ",
+            "numa_rule=mainline swq=off swq_affinity=off cgroup_weight=on mem_locality=on nr_cgroups=0 ins_direct=36 ",
             " pending=1 node_running=2,3",
             " numa_pull=4 node_numa_pull=0,4",
             " swq_enq=10 llc_swq_enq=6,4,0,0",

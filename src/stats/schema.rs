@@ -150,6 +150,9 @@ pub struct Metrics {
     )]
     #[serde(default)]
     pub cgroup_weight: String,
+    #[stat(desc = "Memory locality, on or off (--no-mem-locality, tune --mem-locality)")]
+    #[serde(default)]
+    pub mem_locality: String,
     #[stat(desc = "swq shards per LLC (--swq-shards)")]
     pub swq_shards: u64,
     #[stat(desc = "Time slice (us)")]

@@ -248,7 +248,13 @@ fn topology(f: &mut Frame, area: Rect, h: &History, m: &Metrics) {
     };
     for (&node, g) in &m.nodes {
         let load = h.mean_load(|c| c.node == node);
-        let line = group_line(format!("node {node}"), load, g, false);
+        let mut line = group_line(format!("node {node}"), load, g, false);
+        // Memory locality since attach: run time of the tasks whose memory
+        // is here, on this node (src/memloc/).
+        if g.mem_known_ns > 0 {
+            let local = 100.0 * g.mem_local_ns as f64 / g.mem_known_ns as f64;
+            line.spans.push(Span::raw(format!("  mem {local:.0}%")));
+        }
         lines.push(line.style(Style::new().add_modifier(Modifier::BOLD)));
         llc_lines(&mut lines, Some(node));
     }

@@ -12,6 +12,7 @@
 #   - scx_nimble, kernel.numa_balancing=0: placement as before it knew: the
 #     NUMA rule keeps the pair on node 0 (<= 10 % on node 1), which is also
 #     the mechanism switched off;
+#   - full tier: `tune --mem-locality off` with numa_balancing=1: as at 0;
 #   - EEVDF with numa_balancing=1 in the same boot, for the record: it may
 #     move the pages to the threads instead (share of samples on the node
 #     holding most of the memory at the end).
@@ -20,8 +21,8 @@
 [ "$(nr_nodes)" -ge 2 ] || fail "needs two NUMA nodes"
 N0=$(node_cpus 0)
 N1=$(node_cpus 1)
-SAMPLES=$(by_tier 40 16)
-SETTLE=$(by_tier 8 6)
+SAMPLES=$(by_tier 40 12)
+SETTLE=$(by_tier 8 5)
 # As many threads as node 1 has room for within the allowance: n2l4's
 # nodes of 4 CPUs take two (imb_numa_nr 2), n4's of 2 CPUs one (1).
 THREADS=$(($(echo "$N1" | awk -F'[-,]' '{ print ($2 == "" ? 1 : $2 - $1 + 1) }') / 2))
@@ -97,8 +98,20 @@ hog "scx_nimble, numa_balancing=1" settle
 ON=$PCT
 [ "$MEM" -ge 90 ] || fail "scx_nimble moves no pages, yet only $MEM % stayed on node 1"
 c=$(grep '^stats:' "$SCHED_OUT" | tail -n 1 | tr ' ' '\n' |
-	grep -E '^(mem_move|mem_stay|numa_push|numa_pull)=' | tr '\n' ' ')
+	grep -E '^(mem_move|mem_stay|numa_push|numa_pull|mem_known_ns|mem_local_ns)=' | tr '\n' ' ')
 log "  counters: $c"
+# The scheduler's own view, a sanity check beside the samples: the share
+# of the run time of tasks with a known memory node spent on that node.
+log "  its memory locality since attach: $(echo "$c" | tr ' ' '\n' | awk -F= '
+	$1 == "mem_known_ns" { k = $2 } $1 == "mem_local_ns" { l = $2 }
+	END { printf "%s", k ? sprintf("%.0f %%", 100 * l / k) : "-" }')"
+# The control switched off live (full tier): as with numa_balancing=0.
+if [ "$TIER" = full ]; then
+	tune --mem-locality off
+	hog "scx_nimble, tune --mem-locality off"
+	[ "$PCT" -le 10 ] || fail "mem_locality off: threads on node 1 in $PCT % of samples (want <= 10)"
+	tune --mem-locality on
+fi
 echo 0 >/proc/sys/kernel/numa_balancing
 sleep 2	# a scan round (1 s) clears what the scheduler knew
 hog "scx_nimble, numa_balancing=0"
