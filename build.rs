@@ -114,6 +114,7 @@ fn test_progs() {
         println!("cargo:rerun-if-changed={src}");
     }
     println!("cargo:rerun-if-changed=tests/progs/schedstat.h");
+    println!("cargo:rerun-if-changed=tests/progs/cpulist.h");
 }
 
 fn main() {

@@ -97,7 +97,7 @@ echo "  ok: --stats | head -1 -> printing stopped, scheduler ran on, rc=0"
 start_sched --numa-rule v3
 id=$(newest_map_id nimble_ctl)
 [ -n "$id" ] || fail "no nimble_ctl map: $(bpftool map show | grep -c nimble) nimble maps"
-bpftool map update id "$id" key 0 0 0 0 value 99 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 ||
+bpftool map update id "$id" key 0 0 0 0 value 99 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 ||
 	fail "bpftool could not write nimble_ctl (map $id)"
 wait_until 50 "no refusal logged for numa_rule 99" grep -q "refused nimble_ctl" "$SCHED_ERR"
 assert_attached "after a malformed control value"

@@ -35,7 +35,7 @@ log "socket mode $mode; unprivileged monitor refused: $(tail -n 1 /tmp/nobody.ou
 scx_nimble --monitor 1 >/tmp/human.out 2>/tmp/mon.err &
 MON=$!
 wait_until 150 "--monitor printed fewer than 3 headers in 15 s" \
-	sh -c '[ "$(grep -c "^scx_nimble .* up .*numa_rule=" /tmp/human.out)" -ge 3 ]'
+	sh -c '[ "$(grep -c "^  controls  numa_rule=" /tmp/human.out)" -ge 3 ]'
 kill -INT $MON
 wait $MON || fail "--monitor exited $? after SIGINT: $(cat /tmp/mon.err)"
 for row in tasks enqueue dispatch move wait numa "node 1" "llc 3"; do

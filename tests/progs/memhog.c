@@ -20,33 +20,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cpulist.h"
+
 #define MAX_THREADS 64
 
 static volatile unsigned char *buf;
 static size_t len;
-
-static void parse_cpus(const char *s, cpu_set_t *set)
-{
-	char *end;
-	long a, b;
-
-	CPU_ZERO(set);
-	while (*s) {
-		a = strtol(s, &end, 10);
-		b = a;
-		if (*end == '-')
-			b = strtol(end + 1, &end, 10);
-		if (end == s || a < 0 || b < a || b >= CPU_SETSIZE) {
-			fprintf(stderr, "nimble-memhog: bad CPU list\n");
-			exit(2);
-		}
-		for (; a <= b; a++)
-			CPU_SET(a, set);
-		s = *end == ',' ? end + 1 : end;
-		if (*end && *end != ',')
-			break;
-	}
-}
 
 static void *reader(void *arg)
 {
@@ -65,7 +44,7 @@ int main(int argc, char **argv)
 	const char *touch = NULL, *start = NULL;
 	long threads = 2, mb = 64, free_ms = 1000, i;
 	pthread_t tid[MAX_THREADS];
-	cpu_set_t set, all;
+	cpu_set_t set, run, all;
 
 	for (i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--threads"))
@@ -90,7 +69,10 @@ int main(int argc, char **argv)
 		perror("sched_getaffinity");
 		return 1;
 	}
-	parse_cpus(touch, &set);
+	if (parse_cpus(touch, &set) || parse_cpus(start, &run)) {
+		fprintf(stderr, "nimble-memhog: bad CPU list\n");
+		return 2;
+	}
 	if (sched_setaffinity(0, sizeof(set), &set)) {
 		perror("sched_setaffinity --touch");
 		return 1;
@@ -102,13 +84,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	memset((void *)buf, 1, len);
-	parse_cpus(start, &set);
 	for (i = 0; i < threads; i++) {
 		if (pthread_create(&tid[i], NULL, reader, NULL)) {
 			fprintf(stderr, "nimble-memhog: pthread_create failed\n");
 			return 1;
 		}
-		if (pthread_setaffinity_np(tid[i], sizeof(set), &set)) {
+		if (pthread_setaffinity_np(tid[i], sizeof(run), &run)) {
 			fprintf(stderr, "nimble-memhog: binding to --start failed\n");
 			return 1;
 		}

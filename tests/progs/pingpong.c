@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpulist.h"
 #include "schedstat.h"
 
 #define MAX_SAMPLES	(1 << 16)
@@ -179,34 +180,6 @@ static void run_pair(struct pair *p)
 	}
 	pthread_join(w, NULL);
 	exit(0);
-}
-
-static int parse_cpus(const char *s, cpu_set_t *set)
-{
-	char *end;
-	long a, b;
-
-	CPU_ZERO(set);
-	while (*s) {
-		a = strtol(s, &end, 10);
-		if (end == s || a < 0 || a >= CPU_SETSIZE)
-			return -1;
-		b = a;
-		s = end;
-		if (*s == '-') {
-			b = strtol(s + 1, &end, 10);
-			if (end == s + 1 || b < a || b >= CPU_SETSIZE)
-				return -1;
-			s = end;
-		}
-		for (; a <= b; a++)
-			CPU_SET(a, set);
-		if (*s == ',')
-			s++;
-		else if (*s)
-			return -1;
-	}
-	return CPU_COUNT(set) ? 0 : -1;
 }
 
 static int cmp_u32(const void *a, const void *b)
