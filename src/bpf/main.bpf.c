@@ -268,9 +268,11 @@ void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 	now = now_ns();
 	mem_account(tctx, cpu, clock_since(now, tctx->run_start));
 	deadline_charge(p, tctx, cpu, now);
-	/* Once a slice: follow its cgroup's share and its nice, and its memory. */
+	/* Once a slice: follow its cgroup's share and its nice. */
 	tctx->eff_w = cg_task_weight(p, tctx);
-	mem_refresh(p, tctx);
+	/* Its memory node too, if it stays runnable: a sleeper's wakeup looks. */
+	if (runnable)
+		mem_refresh(p, tctx);
 	rq_reweight(tctx, tctx->eff_w);
 	rq_hog_update(tctx);
 }

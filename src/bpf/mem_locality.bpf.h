@@ -116,11 +116,17 @@ static s32 mem_move_cpu(struct task_struct *p, struct task_ctx *tctx, s32 from,
  */
 static __always_inline void mem_account(const struct task_ctx *tctx, s32 cpu, u64 ran)
 {
+	u32 node = tctx->mem_node;
+	struct node_stats *s;
+
 	if (tctx->mem_node < 0 || !valid_cpu(cpu))
 		return;
-	nstat_add(tctx->mem_node, NSTAT_MEM_KNOWN_NS, ran);
-	if (node_of(cpu) == (u32)tctx->mem_node)
-		nstat_add(tctx->mem_node, NSTAT_MEM_LOCAL_NS, ran);
+	s = bpf_map_lookup_elem(&node_stats, &node);
+	if (!s)
+		return;
+	s->cnt[NSTAT_MEM_KNOWN_NS] += ran;
+	if (node_of(cpu) == node)
+		s->cnt[NSTAT_MEM_LOCAL_NS] += ran;
 }
 
 /* Whether @node holds most of the task's memory. */

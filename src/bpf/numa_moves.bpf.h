@@ -60,7 +60,7 @@ static s32 place_forked(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 		return -EINVAL;
 	from = node_of(prev);
 	/* A new thread of a process whose memory node is known: there, if it may. */
-	tctx->mem_node = mem_node_of(p);
+	mem_refresh(p, tctx);
 	cpu = mem_move_cpu(p, tctx, prev, false, true);
 	if (cpu >= 0) {
 		nstat_inc(from, NSTAT_FORK_REMOTE);

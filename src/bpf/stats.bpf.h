@@ -32,14 +32,6 @@ static __always_inline void nstat_inc(u32 node, enum node_stat idx)
 		s->cnt[idx]++;
 }
 
-static __always_inline void nstat_add(u32 node, enum node_stat idx, u64 v)
-{
-	struct node_stats *s = bpf_map_lookup_elem(&node_stats, &node);
-
-	if (s && idx < NR_NODE_STATS)
-		s->cnt[idx] += v;
-}
-
 /* Shared wakequeue counters per LLC (enum llc_stat), per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
