@@ -98,6 +98,16 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(100..=60_000))]
     pub mem_scan_ms: u64,
 
+    /// Memory locality: how fast (MB/s, all processes together) the pages
+    /// of a process whose threads settled on another node than its memory
+    /// (its node full, say) move to them, as the kernel's NUMA balancing
+    /// migrates pages on hinting faults. 0: memory never moves. Higher
+    /// gets remote tasks local sooner for more copying (and TLB flushes in
+    /// the moved process).
+    #[arg(long, value_name = "MBPS", default_value_t = 128,
+          value_parser = clap::value_parser!(u64).range(0..=65_536))]
+    pub mem_migrate_mbps: u64,
+
     /// Start with memory locality off (`tune --mem-locality` switches it
     /// live): placement is then the NUMA rule's alone, as before.
     #[arg(long)]

@@ -55,6 +55,13 @@ pub struct Scheduler<'a> {
     /// Time spent in memory-locality rounds, and their number.
     mem_cost: Duration,
     mem_rounds: u64,
+    /// Where processes ran, and the pages moved to them (memloc::migrate).
+    migrator: memloc::migrate::Tracker,
+    /// Moves the pages on a thread of its own; None: --mem-migrate-mbps 0.
+    mover: Option<memloc::migrate::Mover>,
+    mem_migrate_pages: u64,
+    mem_last: Instant,
+    mem_moved: u64,
 }
 
 /// The kernel's CPU hotplug sequence number (what scx_ops_open! reads too,
@@ -289,6 +296,13 @@ impl<'a> Scheduler<'a> {
             mem_next: Instant::now(),
             mem_cost: Duration::ZERO,
             mem_rounds: 0,
+            migrator: memloc::migrate::Tracker::default(),
+            mover: (layout.nr_nodes() > 1 && opts.mem_migrate_mbps > 0)
+                .then(memloc::migrate::Mover::new),
+            // MB/s in 4 KiB pages a second.
+            mem_migrate_pages: opts.mem_migrate_mbps * 256,
+            mem_last: Instant::now(),
+            mem_moved: 0,
         })
     }
 
@@ -315,6 +329,7 @@ impl<'a> Scheduler<'a> {
             })
             .collect();
         m.nr_cgroups = slots.iter().filter(|s| s.used).count() as u64;
+        m.mem_pages_moved = self.mem_moved;
         m.cgroups = stats::cgroups::collect(&slots, &mut self.cg_names.borrow_mut());
         Ok(m)
     }
@@ -441,11 +456,15 @@ impl<'a> Scheduler<'a> {
             let res = match c {
                 memloc::Change::Set(pid, node) => {
                     debug!("memory locality: process {pid} on node {node}");
-                    map.update(
-                        &pid.to_ne_bytes(),
-                        &(node as i32).to_ne_bytes(),
-                        MapFlags::ANY,
-                    )
+                    // Keep the run time counted so far (memloc::migrate).
+                    let key = pid.to_ne_bytes();
+                    let mut v = map
+                        .lookup(&key, MapFlags::ANY)
+                        .ok()
+                        .flatten()
+                        .unwrap_or_else(|| vec![0; size_of::<crate::bpf_intf::mem_proc>()]);
+                    v[..4].copy_from_slice(&(node as i32).to_ne_bytes());
+                    map.update(&key, &v, MapFlags::ANY)
                 }
                 memloc::Change::Clear(pid) => map.delete(&pid.to_ne_bytes()),
             };
@@ -455,8 +474,64 @@ impl<'a> Scheduler<'a> {
         }
         let n = scanner.with_node() as u32;
         self.skel.maps.bss_data.as_mut().unwrap().mem_nr = n;
+        let period = start.duration_since(self.mem_last);
+        self.mem_last = start;
+        if on {
+            self.migrate_memory(period);
+        }
         self.mem_cost += start.elapsed();
         self.mem_rounds += 1;
+    }
+
+    /// Pages of processes whose threads settled away from their memory move
+    /// to them, `--mem-migrate-mbps` for the `period` since the last round,
+    /// on the mover's thread (memloc::migrate). Errors are logged, not
+    /// fatal: the memory stays where it is.
+    fn migrate_memory(&mut self, period: Duration) {
+        let (Some(scanner), Some(mover)) = (self.memloc.as_mut(), self.mover.as_ref()) else {
+            return;
+        };
+        for (pid, m) in mover.finished() {
+            if m.moved > 0 {
+                debug!("memory locality: {} pages of process {pid} moved", m.moved);
+                scanner.recheck(pid);
+            }
+            if let Some(e) = m.errno {
+                debug!(
+                    "memory locality: moving process {pid}'s pages: {}",
+                    std::io::Error::from_raw_os_error(e)
+                );
+            }
+            self.mem_moved += m.moved;
+        }
+        let map = &self.skel.maps.mem_nodes;
+        let period_ns = period.as_nanos() as u64;
+        let mut todo = Vec::new();
+        for (pid, node) in scanner.nodes() {
+            let Ok(Some(v)) = map.lookup(&pid.to_ne_bytes(), MapFlags::ANY) else {
+                continue;
+            };
+            let ran: Vec<u64> = v[8..]
+                .chunks_exact(8)
+                .take(self.nr_nodes)
+                .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
+                .collect();
+            if let Some(to) = self.migrator.observe(pid, &ran, node, period_ns) {
+                todo.push((pid, to));
+            }
+        }
+        let live: std::collections::HashSet<u32> = scanner.nodes().map(|(p, _)| p).collect();
+        self.migrator.retain(|pid| live.contains(&pid));
+        if todo.is_empty() {
+            return;
+        }
+        // The round's budget, shared evenly.
+        let budget = self.mem_migrate_pages * period.as_millis().max(1) as u64 / 1000;
+        let each = (budget / todo.len() as u64).max(1);
+        let jobs = todo.into_iter().map(|(pid, to)| (pid, to, each)).collect();
+        if !mover.submit(jobs) {
+            debug!("memory locality: the last round's moves still run; this round's dropped");
+        }
     }
 
     /// Runs until a shutdown request or the kernel unloads us; detaches, prints
@@ -482,11 +557,15 @@ impl<'a> Scheduler<'a> {
             self.watch_ctl()?;
             self.scan_memory();
         }
+        if let Some(m) = &self.mover {
+            self.mem_moved += m.finished().iter().map(|(_, x)| x.moved).sum::<u64>();
+        }
         if self.mem_rounds > 0 {
             info!(
-                "memory locality: {} rounds, {} us each on average",
+                "memory locality: {} rounds, {} us each on average, {} pages moved",
                 self.mem_rounds,
-                self.mem_cost.as_micros() / self.mem_rounds as u128
+                self.mem_cost.as_micros() / self.mem_rounds as u128,
+                self.mem_moved
             );
         }
 

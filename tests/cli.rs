@@ -70,6 +70,8 @@ fn malformed_flags() {
     one_line_error(&nimble(&["--imb-numa-nr", "1=-1"]), 2, "--imb-numa-nr");
     one_line_error(&nimble(&["--exit-dump-len", "-1"]), 2, "--exit-dump-len");
     one_line_error(&nimble(&["--slice-us", "-5"]), 2, "--slice-us");
+    one_line_error(&nimble(&["--mem-migrate-mbps", "70000"]), 2, "0..=65536");
+    one_line_error(&nimble(&["--mem-scan-ms", "50"]), 2, "100..=60000");
     one_line_error(&nimble(&["--json"]), 2, "--stats <SECS>|--monitor <SECS>");
     one_line_error(&nimble(&["topology", "--cpu", "x"]), 2, "--cpu");
     one_line_error(&nimble(&["--monitor", "0"]), 2, "between 0.1 and 3600");
@@ -140,6 +142,8 @@ fn version_and_help() {
         "--json",
         "--stats-format",
         "--help-stats",
+        "--mem-scan-ms",
+        "--mem-migrate-mbps",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }

@@ -26,6 +26,17 @@ enum nimble_limits {
 };
 
 /*
+ * A process's entry in mem_nodes: userspace writes the node holding most
+ * of its memory (numa_maps); BPF adds its threads' run time per node, from
+ * which userspace sees where they settled (src/memloc/migrate.rs).
+ */
+struct mem_proc {
+	int node;		/* -1: none preferred */
+	unsigned int pad;
+	unsigned long long ran_ns[MAX_NODES];
+};
+
+/*
  * One SD_NUMA level of a node's domain hierarchy, as build_sched_domains()
  * sees it from that node's CPUs. Userspace computes these (src/topology/)
  * and writes them into the numa_levels map at key

@@ -266,7 +266,7 @@ void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 		return;
 	cur_stopping(cpu);
 	now = now_ns();
-	mem_account(tctx, cpu, clock_since(now, tctx->run_start));
+	mem_account(p, tctx, cpu, clock_since(now, tctx->run_start));
 	deadline_charge(p, tctx, cpu, now);
 	/* Once a slice: follow its cgroup's share and its nice. */
 	tctx->eff_w = cg_task_weight(p, tctx);

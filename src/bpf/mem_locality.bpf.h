@@ -32,7 +32,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_MEM_PROCS);
 	__type(key, u32);	/* tgid */
-	__type(value, s32);	/* node holding most of its memory */
+	__type(value, struct mem_proc);
 } mem_nodes SEC(".maps");
 
 /*
@@ -46,15 +46,15 @@ static __always_inline s32 mem_node_of(struct task_struct *p)
 {
 	struct nimble_ctl *k;
 	u32 tgid = p->tgid;
-	s32 *n;
+	struct mem_proc *m;
 
 	if (nr_nodes < 2 || !mem_nr)
 		return -1;
 	k = ctl();
 	if (!k || !k->mem_locality)
 		return -1;
-	n = bpf_map_lookup_elem(&mem_nodes, &tgid);
-	return n && *n >= 0 && *n < (s32)nr_nodes ? *n : -1;
+	m = bpf_map_lookup_elem(&mem_nodes, &tgid);
+	return m && m->node >= 0 && m->node < (s32)nr_nodes ? m->node : -1;
 }
 
 /*
@@ -111,22 +111,30 @@ static s32 mem_move_cpu(struct task_struct *p, struct task_ctx *tctx, s32 from,
 }
 
 /*
- * @ran ns on @cpu by a task whose memory node is known: counted for that
- * node, and as local if @cpu is on it (the locality --stats shows).
+ * @ran ns on @cpu by @p, whose memory node is known: counted for that node,
+ * and as local if @cpu is on it (the locality --stats shows), and in its
+ * process's entry by the node it ran on: userspace moves the memory of a
+ * process whose threads settled on another node (src/memloc/migrate.rs).
  */
-static __always_inline void mem_account(const struct task_ctx *tctx, s32 cpu, u64 ran)
+static __always_inline void mem_account(struct task_struct *p, const struct task_ctx *tctx,
+					s32 cpu, u64 ran)
 {
-	u32 node = tctx->mem_node;
+	u32 node = tctx->mem_node, tgid = p->tgid, on;
 	struct node_stats *s;
+	struct mem_proc *m;
 
 	if (tctx->mem_node < 0 || !valid_cpu(cpu))
 		return;
+	on = node_of(cpu);
 	s = bpf_map_lookup_elem(&node_stats, &node);
-	if (!s)
-		return;
-	s->cnt[NSTAT_MEM_KNOWN_NS] += ran;
-	if (node_of(cpu) == node)
-		s->cnt[NSTAT_MEM_LOCAL_NS] += ran;
+	if (s) {
+		s->cnt[NSTAT_MEM_KNOWN_NS] += ran;
+		if (on == node)
+			s->cnt[NSTAT_MEM_LOCAL_NS] += ran;
+	}
+	m = bpf_map_lookup_elem(&mem_nodes, &tgid);
+	if (m && on < MAX_NODES)
+		__sync_fetch_and_add(&m->ran_ns[on], ran);
 }
 
 /* Whether @node holds most of the task's memory. */

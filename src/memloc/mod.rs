@@ -10,6 +10,7 @@
 //! groups). The scheduler writes the answers into the BPF map mem_nodes
 //! (src/bpf/mem_locality.bpf.h); nothing while `kernel.numa_balancing` is 0.
 
+pub mod migrate;
 pub mod numa_maps;
 
 use std::collections::HashMap;
@@ -99,6 +100,20 @@ impl Scanner {
     /// Processes with a node now.
     pub fn with_node(&self) -> usize {
         self.procs.values().filter(|p| p.node.is_some()).count()
+    }
+
+    /// The processes with a node, and that node.
+    pub fn nodes(&self) -> impl Iterator<Item = (u32, usize)> + '_ {
+        self.procs
+            .iter()
+            .filter_map(|(&pid, p)| Some((pid, p.node?)))
+    }
+
+    /// Read `pid`'s numa_maps again at its next look (its memory moved).
+    pub fn recheck(&mut self, pid: u32) {
+        if let Some(p) = self.procs.get_mut(&pid) {
+            p.read = 0;
+        }
     }
 
     /// Forget every node (numa_balancing turned off): the changes that

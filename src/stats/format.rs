@@ -18,13 +18,14 @@ impl Metrics {
     }
 
     /// The one-line form: controls, the cgroup slot count, then counters
-    /// (`stats:` lines).
+    /// (`stats:` lines), and the pages memory locality moved.
     pub fn line(&self) -> String {
         format!(
-            "{} nr_cgroups={} {}",
+            "{} nr_cgroups={} {} mem_pages_moved={}",
             self.controls(),
             self.nr_cgroups,
-            self.counters_line()
+            self.counters_line(),
+            self.mem_pages_moved
         )
     }
 

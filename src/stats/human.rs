@@ -151,13 +151,18 @@ pub fn human(prev: Option<&Metrics>, m: &Metrics) -> String {
             &mut s,
             "numa",
             &format!(
-                "fork local {}  pull {}  push {}  refused {}  home return {}  memory local {}",
+                "fork local {}  pull {}  push {}  refused {}  home {}  memory local {}  pages moved {}",
                 pct(dd(|g| g.fork_local), forks),
                 rate(dd(|g| g.numa_pull), secs),
                 rate(dd(|g| g.numa_push), secs),
                 rate(dd(|g| g.numa_refused), secs),
                 rate(dd(|g| g.home_return), secs),
                 pct(dd(|g| g.mem_local_ns), dd(|g| g.mem_known_ns)),
+                rate(
+                    m.mem_pages_moved
+                        .saturating_sub(prev.map_or(0, |p| p.mem_pages_moved)),
+                    secs
+                ),
             ),
         );
         for (id, g) in &m.nodes {

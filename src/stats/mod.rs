@@ -346,6 +346,7 @@ mod tests {
             "busy_ticks",
             "swq_mode",
             "nr_cgroups",
+            "mem_pages_moved",
             "share_pct",
             "usage_us",
         ];

@@ -178,6 +178,11 @@ pub struct Metrics {
     )]
     #[serde(default)]
     pub nr_cgroups: u64,
+    #[stat(
+        desc = "Pages moved to the node where their process's threads settled, since attach (--mem-migrate-mbps)"
+    )]
+    #[serde(default)]
+    pub mem_pages_moved: u64,
     #[stat(desc = "Cgroups with runnable tasks, by path below /sys/fs/cgroup")]
     #[serde(default)]
     pub cgroups: BTreeMap<String, Cgroup>,
