@@ -52,6 +52,9 @@ VARIANTS (--variants, comma-separated, repeatable; LABEL=SPEC names one):
   scx_NAME[:FLAGS]        another sched_ext scheduler on PATH, e.g. scx_bpfland
   SCHED@CGROUP[:FLAGS]    any of those, the workloads run in /sys/fs/cgroup/CGROUP (made,
                           cpu controller on), e.g. 'd3=nimble@lab.slice/b.service/w'
+  SCHED{SYSCTL=V,...}     any of those with sysctls set while it runs (the others run with
+                          the values found at the start, restored after), e.g.
+                          'eevdf-nb0=eevdf{kernel.numa_balancing=0}'
 
 METHOD: --runs rounds; in each, every variant (rotated order) attaches once and runs every
 workload at every point, then detaches; a sample counts only if the scheduler stayed

@@ -38,19 +38,51 @@ pub struct Variant {
     /// lab runs. Flat vs nested is then one interleaved comparison.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<String>,
+    /// Sysctls set while this variant runs (`kernel.numa_balancing`, `0`);
+    /// the others' run with the values found at the start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sysctls: Vec<(String, String)>,
+}
+
+/// `{key=value,...}` of a variant: sysctl names below /proc/sys, dotted.
+fn parse_sysctls(s: &str, all: &str) -> Result<Vec<(String, String)>> {
+    s.split(',')
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            let (k, v) = (k.trim(), v.trim());
+            let key_ok = !k.is_empty()
+                && !k.starts_with('.')
+                && !k.contains("..")
+                && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+            if !key_ok || v.is_empty() || v.contains(char::is_whitespace) {
+                bail!("variant '{all}': {{SYSCTL=VALUE,...}} wants names like kernel.numa_balancing and one-word values, got '{kv}'");
+            }
+            Ok((k.to_string(), v.to_string()))
+        })
+        .collect()
 }
 
 impl Variant {
-    /// `[LABEL=]SCHED[@CGROUP][:FLAGS]`, SCHED one of eevdf, nimble,
-    /// scx_NAME; FLAGS split on blanks. A `=` before any `:` names the
-    /// variant.
+    /// `[LABEL=]SCHED[{SYSCTL=VALUE,...}][@CGROUP][:FLAGS]`, SCHED one of
+    /// eevdf, nimble, scx_NAME; FLAGS split on blanks. A `=` before any `:`
+    /// or `{` names the variant.
     pub fn parse(s: &str) -> Result<Variant> {
         let s = s.trim();
-        let (label, spec) = match (s.find('='), s.find(':')) {
+        let stop = s.find([':', '{']);
+        let (label, spec) = match (s.find('='), stop) {
             (Some(e), c) if c.is_none_or(|c| e < c) => (s[..e].trim(), s[e + 1..].trim()),
             _ => (s, s),
         };
-        let (name, flags) = spec.split_once(':').unwrap_or((spec, ""));
+        let (head, flags) = spec.split_once(':').unwrap_or((spec, ""));
+        let (name, sysctls) = match head.split_once('{') {
+            Some((n, rest)) => match rest.split_once('}') {
+                Some((inner, after)) => (format!("{n}{after}"), parse_sysctls(inner, s)?),
+                None => bail!("variant '{s}': '{{' without '}}'"),
+            },
+            None if head.contains('}') => bail!("variant '{s}': '}}' without '{{'"),
+            None => (head.to_string(), Vec::new()),
+        };
+        let name = name.as_str();
         let (name, cgroup) = match name.split_once('@') {
             Some((n, cg)) => {
                 let cg = cg.trim_matches('/');
@@ -82,6 +114,7 @@ impl Variant {
             spec: spec.to_string(),
             sched,
             cgroup,
+            sysctls,
         })
     }
 }
@@ -271,6 +304,34 @@ mod tests {
         // '=' after ':' belongs to the flags.
         let v = Variant::parse("nimble:--imb-numa-nr 1=4").unwrap();
         assert_eq!(v.label, "nimble:--imb-numa-nr 1=4");
+        let v = Variant::parse("eevdf{kernel.numa_balancing=0}").unwrap();
+        assert_eq!(
+            (v.label.as_str(), &v.sched),
+            ("eevdf{kernel.numa_balancing=0}", &Sched::Eevdf)
+        );
+        assert_eq!(
+            v.sysctls,
+            vec![("kernel.numa_balancing".into(), "0".into())]
+        );
+        let v = Variant::parse("nb0=nimble{kernel.numa_balancing=0,vm.x=1}@a/b:--swq all").unwrap();
+        assert_eq!(v.label, "nb0");
+        assert_eq!(v.cgroup.as_deref(), Some("a/b"));
+        assert_eq!(v.sysctls.len(), 2);
+        assert_eq!(
+            v.sched,
+            Sched::Nimble {
+                args: vec!["--swq".into(), "all".into()]
+            }
+        );
+        for bad in [
+            "eevdf{kernel.numa_balancing}",
+            "eevdf{../x=1}",
+            "eevdf{a=1",
+            "eevdf}",
+            "eevdf{a=b c}",
+        ] {
+            assert!(Variant::parse(bad).is_err(), "{bad}");
+        }
         let v = Variant::parse("scx_bpfland").unwrap();
         assert_eq!(
             v.sched,

@@ -4,7 +4,7 @@
 //! printed as marked lines from the VM guest for the host to collect.
 
 use crate::child;
-use crate::plan::Plan;
+use crate::plan::{Plan, Variant};
 use crate::variant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -138,10 +138,60 @@ pub fn run(plan: &Plan, sink: &mut dyn FnMut(Event)) -> Result<()> {
     r
 }
 
+/// /proc/sys's file for a dotted sysctl name.
+fn sysctl_path(key: &str) -> String {
+    format!("/proc/sys/{}", key.replace('.', "/"))
+}
+
+/// The variants' sysctls: each one's values while it runs, the values
+/// found at the start for the others and after the run.
+struct Sysctls(Vec<(String, String)>);
+
+impl Sysctls {
+    fn read(plan: &Plan) -> Result<Self> {
+        let mut found = Vec::new();
+        for (k, _) in plan.variants.iter().flat_map(|v| &v.sysctls) {
+            if !found.iter().any(|(f, _): &(String, String)| f == k) {
+                let v = std::fs::read_to_string(sysctl_path(k))
+                    .with_context(|| format!("sysctl {k}: reading {}", sysctl_path(k)))?;
+                found.push((k.clone(), v.trim().to_string()));
+            }
+        }
+        Ok(Self(found))
+    }
+
+    fn write(key: &str, value: &str) -> Result<()> {
+        std::fs::write(sysctl_path(key), value)
+            .with_context(|| format!("sysctl {key}={value}: writing {}", sysctl_path(key)))
+    }
+
+    fn apply(&self, v: &Variant) -> Result<()> {
+        for (k, orig) in &self.0 {
+            let val = v
+                .sysctls
+                .iter()
+                .find(|(x, _)| x == k)
+                .map_or(orig, |(_, x)| x);
+            Self::write(k, val)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Sysctls {
+    fn drop(&mut self) {
+        for (k, v) in &self.0 {
+            let _ = Self::write(k, v);
+        }
+    }
+}
+
 fn run_rounds(plan: &Plan, sink: &mut dyn FnMut(Event)) -> Result<()> {
+    let sysctls = Sysctls::read(plan)?;
     for round in 0..plan.runs {
         for v in plan.round_order(round) {
             eprintln!("nimble-lab: round {}/{}: {}", round + 1, plan.runs, v.label);
+            sysctls.apply(v)?;
             let cgroup = v.cgroup.as_deref().map(make_cgroup).transpose()?;
             let mut sched = variant::start(v, Duration::from_secs(plan.attach_timeout_s))?;
             if !sched.ops.is_empty() {

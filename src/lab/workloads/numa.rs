@@ -1,16 +1,22 @@
 //! autonuma-benchmark-style memory locality. numa01: 2 processes whose
 //! threads all sweep one buffer per process (so a process's threads want one
-//! node); numa02: threads with private buffers. Both report the wall time and
-//! how often each thread ran on the node its memory was first touched on.
+//! node); numa02: threads with private buffers. Both report the wall time,
+//! how often each thread ran on the node holding the page it was sweeping
+//! (asked of the kernel at each sample, so memory that moved counts where it
+//! is now), and the pages the kernel migrated meanwhile.
 
-use super::topo::{mem_node, Topo};
+use super::topo::{mem_node, page_node, pages_migrated, Topo};
 use super::{cur_cpu, dedup_points, higher, lower, Crew, Metric, Opts, Spec, WORK_TIMEOUT_S};
 use anyhow::{bail, Context, Result};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const METRICS: &[Metric] = &[lower("time", "s"), higher("local_pct", "%")];
+const METRICS: &[Metric] = &[
+    lower("time", "s"),
+    higher("local_pct", "%"),
+    lower("pages_moved", "pages"),
+];
 
 fn points(n: u32) -> Vec<u32> {
     dedup_points(vec![n / 2, n])
@@ -64,8 +70,11 @@ fn sweep(buf: &[AtomicU64], start: usize, passes: u32, home: Option<u32>, topo: 
             x.store(x.load(Relaxed).wrapping_add(1), Relaxed);
             if i % SAMPLE_EVERY == 0 {
                 if let Some(node) = cur_cpu().and_then(|c| topo.node(c)) {
+                    // Where this page is now; the first touch's node if
+                    // the kernel cannot say.
+                    let at = page_node(x as *const AtomicU64 as usize).or(home);
                     total += 1;
-                    local += u64::from(Some(node) == home);
+                    local += u64::from(Some(node) == at);
                 }
             }
         }
@@ -73,8 +82,9 @@ fn sweep(buf: &[AtomicU64], start: usize, passes: u32, home: Option<u32>, topo: 
     (local, total)
 }
 
-fn result(t0: Instant, loc: &[Locality]) -> Result<Vec<(String, f64)>> {
+fn result(t0: Instant, moved0: u64, loc: &[Locality]) -> Result<Vec<(String, f64)>> {
     let time = t0.elapsed().as_secs_f64();
+    let moved = pages_migrated().saturating_sub(moved0);
     let (local, total) = loc.iter().fold((0, 0), |(l, t), x| (l + x.0, t + x.1));
     if total == 0 {
         bail!("no CPU samples (sched_getcpu failing?)");
@@ -82,6 +92,7 @@ fn result(t0: Instant, loc: &[Locality]) -> Result<Vec<(String, f64)>> {
     Ok(vec![
         ("time".into(), time),
         ("local_pct".into(), 100.0 * local as f64 / total as f64),
+        ("pages_moved".into(), moved as f64),
     ])
 }
 
@@ -104,6 +115,7 @@ fn process01(threads: u32, mib: f64, passes: u32, deadline: Instant) -> Result<L
 pub fn run01(threads: u32, opts: &Opts) -> Result<Vec<(String, f64)>> {
     let per_proc = (threads / 2).max(1);
     let mib = opts.mem_mb as f64 / 2.0;
+    let moved0 = pages_migrated();
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs(WORK_TIMEOUT_S);
     let mut kids = Vec::new();
@@ -158,7 +170,7 @@ pub fn run01(threads: u32, opts: &Opts) -> Result<Vec<(String, f64)>> {
     if let Some(e) = err {
         return Err(e);
     }
-    result(t0, &loc).context("numa01")
+    result(t0, moved0, &loc).context("numa01")
 }
 
 /// Reads a numa01 child's [error, local, total] report, waiting at most
@@ -191,6 +203,7 @@ pub fn run02(threads: u32, opts: &Opts) -> Result<Vec<(String, f64)>> {
     let topo = Arc::new(Topo::read());
     let mib = opts.mem_mb as f64 / threads as f64;
     let passes = opts.loops;
+    let moved0 = pages_migrated();
     let t0 = Instant::now();
     let mut crew = Crew::new();
     for _ in 0..threads {
@@ -203,7 +216,7 @@ pub fn run02(threads: u32, opts: &Opts) -> Result<Vec<(String, f64)>> {
         })?;
     }
     let loc = crew.join(t0 + Duration::from_secs(WORK_TIMEOUT_S), "numa02")?;
-    result(t0, &loc).context("numa02")
+    result(t0, moved0, &loc).context("numa02")
 }
 
 #[cfg(test)]
@@ -212,6 +225,7 @@ mod tests {
         let m = crate::workloads::tests::check(name, 2);
         assert!(m["time"] > 0.0);
         assert!((0.0..=100.0).contains(&m["local_pct"]), "{m:?}");
+        assert!(m["pages_moved"] >= 0.0, "{m:?}");
     }
 
     #[test]

@@ -88,6 +88,38 @@ pub fn mem_node<T>(buf: &[T]) -> Option<u32> {
         .map(|(n, _)| n)
 }
 
+/// The node the page holding `addr` is on now (move_pages with no target
+/// only looks), or None if the kernel cannot say.
+pub fn page_node(addr: usize) -> Option<u32> {
+    let mut page = [(addr & !4095) as *mut libc::c_void];
+    let mut status = [-1i32];
+    // SAFETY: one page pointer and one status; nodes == NULL only queries.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0,
+            1 as libc::c_ulong,
+            page.as_mut_ptr(),
+            std::ptr::null::<i32>(),
+            status.as_mut_ptr(),
+            0,
+        )
+    };
+    (r == 0 && status[0] >= 0).then_some(status[0] as u32)
+}
+
+/// Pages the kernel migrated since boot (`/proc/vmstat` pgmigrate_success:
+/// NUMA balancing's and move_pages' alike), 0 if it cannot be read.
+pub fn pages_migrated() -> u64 {
+    std::fs::read_to_string("/proc/vmstat")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("pgmigrate_success ")?.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
