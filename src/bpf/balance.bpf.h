@@ -33,6 +33,7 @@
 #include "topo.bpf.h"
 #include "stats.bpf.h"
 #include "numa.bpf.h"
+#include "mem_locality.bpf.h"
 
 /*
  * How long loads stay uneven, with no move that narrows the gap, before
@@ -127,6 +128,35 @@ static __always_inline s32 balance_node(struct task_struct *p, s64 w, u32 own,
 }
 
 /*
+ * Whether a move between busy nodes that takes @p off the node holding its
+ * memory (@node) waits: for BAL_STUCK_NS from the first time it was put
+ * off, so the balance takes the node's other tasks first (the kernel's
+ * migrate_degrades_locality() refuses such a move until cache_nice_tries
+ * balance attempts at the NUMA level failed, some hundred ms when busy).
+ * A put-off older than twice that starts over. @commit: the enqueue path
+ * (remembers); dispatch only asks.
+ */
+static __always_inline bool mem_keeps(struct task_ctx *tctx, u32 node, u64 now, bool commit)
+{
+	u64 since = tctx->mem_bal_since;
+
+	if (!mem_home(tctx, node))
+		return false;
+	if (since && clock_since(now, since) >= BAL_STUCK_NS &&
+	    clock_since(now, since) < 2 * BAL_STUCK_NS) {
+		if (commit)
+			tctx->mem_bal_since = 0;
+		return false;
+	}
+	if (commit) {
+		if (!since || clock_since(now, since) >= 2 * BAL_STUCK_NS)
+			tctx->mem_bal_since = now;
+		nstat_inc(node, NSTAT_MEM_STAY);
+	}
+	return true;
+}
+
+/*
  * The LLC @p, whose slice ended on @own, should queue on, first of: the
  * least loaded LLC of its node if that narrows the gap; when both nodes
  * are busy (no idle CPU: more tasks than CPUs), an LLC of the lightest
@@ -197,7 +227,7 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 		goto move;
 	if (from) {
 		far = balance_node(p, w, own, node, from);
-		if (far >= 0) {
+		if (far >= 0 && !mem_keeps(tctx, node, now, commit)) {
 			best = far;
 			goto move;
 		}

@@ -341,6 +341,7 @@ struct task_ctx {
 	u64 node_since;		/* when it arrived on last_node */
 	u64 queued_at;		/* when it was last queued (LLC DSQ or swq) */
 	u64 bal_at;		/* when balance_llc last moved it */
+	u64 mem_bal_since;	/* when a move between busy nodes off its memory node was first put off */
 	u32 full_slices;	/* slices' worth run since it last slept, up to HOG_SLICES */
 	u32 push_votes;		/* of those, ending with the NUMA rule saying go */
 	u32 rq_weight;		/* weight counted in llcs[rq_llc].load */
