@@ -506,7 +506,19 @@ impl<'a> Scheduler<'a> {
         }
         let map = &self.skel.maps.mem_nodes;
         let period_ns = period.as_nanos() as u64;
-        let mut todo = Vec::new();
+        // Nodes with as many runnable tasks as CPUs (BPF's node_busy()).
+        let bss = self.skel.maps.bss_data.as_ref().unwrap();
+        let busy: Vec<bool> = (0..self.nr_nodes)
+            .map(|n| {
+                let cpus = self
+                    .setup
+                    .cpu_llc
+                    .iter()
+                    .filter(|l| l.is_some_and(|l| self.setup.llc_node.get(l) == Some(&n)));
+                bss.nodes[n].nr_running.max(0) as usize >= cpus.count().max(1)
+            })
+            .collect();
+        let mut moves = Vec::new();
         for (pid, node) in scanner.nodes() {
             let Ok(Some(v)) = map.lookup(&pid.to_ne_bytes(), MapFlags::ANY) else {
                 continue;
@@ -516,10 +528,12 @@ impl<'a> Scheduler<'a> {
                 .take(self.nr_nodes)
                 .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
                 .collect();
-            if let Some(to) = self.migrator.observe(pid, &ran, node, period_ns) {
-                todo.push((pid, to));
+            let full = busy.get(node).copied().unwrap_or(false);
+            if let Some(m) = self.migrator.observe(pid, &ran, node, full, period_ns) {
+                moves.push((pid, node, m));
             }
         }
+        let todo = self.migrator.pick(moves);
         let live: std::collections::HashSet<u32> = scanner.nodes().map(|(p, _)| p).collect();
         self.migrator.retain(|pid| live.contains(&pid));
         if todo.is_empty() {

@@ -8,7 +8,8 @@
 //! a scan window (numa_balancing_scan_size_mb, 256 MiB) at a time. Here the
 //! evidence is where the process's threads ran (BPF adds their run time per
 //! node into mem_nodes): when one node other than the memory's took at least
-//! SETTLE_PCT of it for SETTLE_ROUNDS rounds in a row, its anonymous pages
+//! SETTLE_PCT of it for SETTLE_ROUNDS rounds in a row (or SPLIT_PCT while
+//! the memory's node is full, one process at a time), its anonymous pages
 //! move there with move_pages(2), a budget of pages a round
 //! (`--mem-migrate-mbps`) shared by all processes.
 //!
@@ -31,15 +32,26 @@ pub const SETTLE_ROUNDS: u32 = 2;
 /// Run time (percent of one CPU over the round) below which a process's
 /// placement says nothing: an idle process's memory stays where it is.
 pub const MIN_RUN_PCT: u64 = 10;
+/// When a process's memory node is busy (as many runnable tasks as CPUs)
+/// and its threads ran at least this share (percent) of their time on one
+/// other node for SETTLE_ROUNDS rounds, its memory may move there even
+/// though they did not settle: two processes whose memory sits on one
+/// node that cannot run them both (autonuma's numa01, where the kernel
+/// gives one numa group another preferred node) each run half here, half
+/// there, and would never settle. One such move per memory node per
+/// SPLIT_COOL_ROUNDS rounds, the process with the largest share first:
+/// after it, the placement's preference for home sorts their threads.
+pub const SPLIT_PCT: u64 = 40;
+pub const SPLIT_COOL_ROUNDS: u64 = 5;
 /// Pages looked up per move_pages(2) call.
 const CHUNK: usize = 512;
 /// Pages looked at per round, as a multiple of the budget: bounds the walk
 /// through a big process whose pages are mostly where they belong already.
 const LOOK_FACTOR: u64 = 8;
 
-/// The node that took at least SETTLE_PCT of `ran` (ns per node over one
-/// round of `period_ns`), if the process ran enough to tell.
-pub fn settled_on(ran: &[u64], period_ns: u64) -> Option<usize> {
+/// The other node (not `mem`) with the largest share of `ran`, and that
+/// share in percent, if the process ran enough to tell.
+pub fn most_elsewhere(ran: &[u64], period_ns: u64, mem: usize) -> Option<(usize, u64)> {
     let total: u64 = ran.iter().sum();
     if total == 0 || total * 100 < period_ns * MIN_RUN_PCT {
         return None;
@@ -47,8 +59,20 @@ pub fn settled_on(ran: &[u64], period_ns: u64) -> Option<usize> {
     let (node, &most) = ran
         .iter()
         .enumerate()
+        .filter(|&(n, _)| n != mem)
         .max_by_key(|&(n, &r)| (r, usize::MAX - n))?;
-    (most * 100 >= total * SETTLE_PCT).then_some(node)
+    Some((node, most * 100 / total))
+}
+
+/// Where a process's memory should go this round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Move {
+    pub to: usize,
+    /// Its threads did not settle there: its memory node is full
+    /// (SPLIT_PCT), and the move waits its turn (Tracker::pick()).
+    pub split: bool,
+    /// Share (percent) of its run time on `to` this round.
+    pub share: u64,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -58,23 +82,28 @@ struct Seen {
     rounds: u32,
 }
 
-/// Per process: run time per node at the last round, and where it settled.
+/// Per process: run time per node at the last round, and where it settled;
+/// per memory node, the round of its last split move.
 #[derive(Debug, Default)]
 pub struct Tracker {
     seen: HashMap<u32, Seen>,
+    round: u64,
+    last_split: HashMap<usize, u64>,
 }
 
 impl Tracker {
     /// One round's cumulative run time per node of process `pid`, whose
-    /// memory is mostly on `mem_node`: the node to move its memory to, if
-    /// its threads settled on another one.
+    /// memory is mostly on `mem_node` (`mem_busy`: that node has as many
+    /// runnable tasks as CPUs): where to move its memory, if its threads
+    /// settled on another node, or ran SPLIT_PCT there while theirs is full.
     pub fn observe(
         &mut self,
         pid: u32,
         ran: &[u64],
         mem_node: usize,
+        mem_busy: bool,
         period_ns: u64,
-    ) -> Option<usize> {
+    ) -> Option<Move> {
         let s = self.seen.entry(pid).or_default();
         // The first look, or the counts were reset (the entry was written
         // again): nothing to compare with yet.
@@ -85,19 +114,58 @@ impl Tracker {
             .map(|(a, b)| a.saturating_sub(*b))
             .collect();
         s.ran = ran.to_vec();
-        let on = if fresh {
+        let away = if fresh {
             None
         } else {
-            settled_on(&delta, period_ns)
+            most_elsewhere(&delta, period_ns, mem_node)
         };
-        if on.is_some() && on == s.node {
+        let on = match away {
+            Some((n, pct)) if pct >= SETTLE_PCT => Some((n, pct, false)),
+            Some((n, pct)) if mem_busy && pct >= SPLIT_PCT => Some((n, pct, true)),
+            _ => None,
+        };
+        let node = on.map(|o| o.0);
+        if node.is_some() && node == s.node {
             s.rounds += 1;
         } else {
-            s.rounds = u32::from(on.is_some());
-            s.node = on;
+            s.rounds = u32::from(node.is_some());
+            s.node = node;
         }
-        s.node
-            .filter(|&n| n != mem_node && s.rounds >= SETTLE_ROUNDS)
+        let (to, share, split) = on?;
+        (s.rounds >= SETTLE_ROUNDS).then_some(Move { to, split, share })
+    }
+
+    /// The round's moves, (pid, memory node, move), whittled to those to
+    /// make: every settled one; of the split ones, per memory node the one
+    /// with the largest share, if that node had none for
+    /// SPLIT_COOL_ROUNDS rounds.
+    pub fn pick(&mut self, moves: Vec<(u32, usize, Move)>) -> Vec<(u32, usize)> {
+        self.round += 1;
+        let mut out: Vec<(u32, usize)> = Vec::new();
+        let mut best: HashMap<usize, (u64, u32, usize)> = HashMap::new();
+        for (pid, mem, m) in moves {
+            if !m.split {
+                out.push((pid, m.to));
+            } else if best
+                .get(&mem)
+                .is_none_or(|b| (m.share, u32::MAX - pid) > (b.0, u32::MAX - b.1))
+            {
+                best.insert(mem, (m.share, pid, m.to));
+            }
+        }
+        let mut split: Vec<_> = best.into_iter().collect();
+        split.sort_unstable();
+        for (mem, (_, pid, to)) in split {
+            let cool = self
+                .last_split
+                .get(&mem)
+                .is_some_and(|&r| self.round - r < SPLIT_COOL_ROUNDS);
+            if !cool {
+                self.last_split.insert(mem, self.round);
+                out.push((pid, to));
+            }
+        }
+        out
     }
 
     /// Forget processes not in `live`.
@@ -369,41 +437,105 @@ mod tests {
     const SEC: u64 = 1_000_000_000;
 
     #[test]
-    fn settles_on_a_node_that_took_most_of_enough_run_time() {
-        assert_eq!(settled_on(&[SEC, 0], SEC), Some(0));
-        assert_eq!(settled_on(&[SEC / 10, SEC * 9 / 10], SEC), Some(1));
-        // 70 % is not settled; too little run time says nothing.
-        assert_eq!(settled_on(&[SEC * 3 / 10, SEC * 7 / 10], SEC), None);
-        assert_eq!(settled_on(&[SEC / 20, 0], SEC), None);
-        assert_eq!(settled_on(&[0, 0], SEC), None);
+    fn the_node_elsewhere_with_most_of_enough_run_time() {
+        assert_eq!(most_elsewhere(&[SEC, 0], SEC, 1), Some((0, 100)));
+        assert_eq!(
+            most_elsewhere(&[SEC / 10, SEC * 9 / 10], SEC, 0),
+            Some((1, 90))
+        );
+        assert_eq!(
+            most_elsewhere(&[SEC * 3 / 10, SEC * 7 / 10], SEC, 1),
+            Some((0, 30))
+        );
+        assert_eq!(most_elsewhere(&[0, SEC, SEC], SEC, 0), Some((1, 50)));
+        // Too little run time says nothing.
+        assert_eq!(most_elsewhere(&[SEC / 20, 0], SEC, 1), None);
+        assert_eq!(most_elsewhere(&[0, 0], SEC, 1), None);
     }
 
     #[test]
     fn moves_after_two_settled_rounds_off_the_memory_node() {
         let mut t = Tracker::default();
+        let to = |n| {
+            Some(Move {
+                to: n,
+                split: false,
+                share: 100,
+            })
+        };
         let mut ran = vec![0u64, 0];
         // First look: a baseline.
-        assert_eq!(t.observe(1, &ran, 1, SEC), None);
+        assert_eq!(t.observe(1, &ran, 1, false, SEC), None);
         ran[0] += SEC;
-        assert_eq!(t.observe(1, &ran, 1, SEC), None, "one round is not settled");
+        assert_eq!(
+            t.observe(1, &ran, 1, false, SEC),
+            None,
+            "one round is not settled"
+        );
         ran[0] += SEC;
-        assert_eq!(t.observe(1, &ran, 1, SEC), Some(0));
+        assert_eq!(t.observe(1, &ran, 1, false, SEC), to(0));
         ran[0] += SEC;
-        assert_eq!(t.observe(1, &ran, 1, SEC), Some(0));
+        assert_eq!(t.observe(1, &ran, 1, false, SEC), to(0));
         // Brought home: nothing to move.
         ran[1] += 2 * SEC;
-        assert_eq!(t.observe(1, &ran, 1, SEC), None);
+        assert_eq!(t.observe(1, &ran, 1, false, SEC), None);
         // Back on node 0 for one round, then the counts are reset (the entry
         // was written again): start over.
         ran[0] += SEC;
-        assert_eq!(t.observe(1, &ran, 1, SEC), None);
-        assert_eq!(t.observe(1, &[SEC, 0], 1, SEC), None);
-        assert_eq!(t.observe(1, &[2 * SEC, 0], 1, SEC), None);
-        assert_eq!(t.observe(1, &[3 * SEC, 0], 1, SEC), Some(0));
+        assert_eq!(t.observe(1, &ran, 1, false, SEC), None);
+        assert_eq!(t.observe(1, &[SEC, 0], 1, false, SEC), None);
+        assert_eq!(t.observe(1, &[2 * SEC, 0], 1, false, SEC), None);
+        assert_eq!(t.observe(1, &[3 * SEC, 0], 1, false, SEC), to(0));
         // Already where it runs: nothing.
-        assert_eq!(t.observe(1, &[4 * SEC, 0], 0, SEC), None);
+        assert_eq!(t.observe(1, &[4 * SEC, 0], 0, false, SEC), None);
         t.retain(|_| false);
         assert!(t.seen.is_empty());
+    }
+
+    #[test]
+    fn half_away_moves_only_when_the_memory_node_is_full_one_at_a_time() {
+        let mut t = Tracker::default();
+        // Two processes, memory on node 0, each running half on node 1.
+        let mut ran = [vec![0u64, 0], vec![0u64, 0]];
+        let mut moves = Vec::new();
+        for round in 0..3 {
+            moves.clear();
+            for (i, r) in ran.iter_mut().enumerate() {
+                r[0] += SEC / 2;
+                r[1] += SEC / 2 + i as u64 * SEC / 10;
+                let busy = round > 0;
+                if let Some(m) = t.observe(10 + i as u32, r, 0, busy, SEC) {
+                    moves.push((10 + i as u32, 0, m));
+                }
+            }
+        }
+        // Node 0 full for two rounds: both would go; the one with the larger
+        // share on node 1 (pid 11) does, the other waits for the cool-down.
+        assert_eq!(moves.len(), 2);
+        assert!(moves.iter().all(|m| m.2.split && m.2.to == 1));
+        assert_eq!(t.pick(moves.clone()), vec![(11, 1)]);
+        for _ in 1..SPLIT_COOL_ROUNDS {
+            assert_eq!(t.pick(vec![moves[0]]), vec![]);
+        }
+        assert_eq!(t.pick(vec![moves[0]]), vec![(10, 1)]);
+        // Not full: half away is no reason.
+        let mut u = Tracker::default();
+        for k in 0..4u64 {
+            assert_eq!(
+                u.observe(1, &[k * SEC / 2, k * SEC / 2], 0, false, SEC),
+                None
+            );
+        }
+        // Settled moves are never held back.
+        let settled = Move {
+            to: 1,
+            split: false,
+            share: 90,
+        };
+        assert_eq!(
+            t.pick(vec![(5, 0, settled), (6, 0, settled)]),
+            vec![(5, 1), (6, 1)]
+        );
     }
 
     #[test]
