@@ -371,7 +371,7 @@ vm_cases! {
     n2l4_pinned_task_runs: "n2l4", "pinned.sh", Backports, script_only;
     n2l4_numa_pair_stays_local_by_rule: "n2l4", "numa_locality.sh", Backports, script_only;
     n2l4_numa_threads_follow_their_memory: "n2l4", "numa_memory.sh", Backports, script_only;
-    n2l4_numa_spread: "n2l4", "numa_spread.sh", Backports, script_only;
+    n2l4_numa_spread: "n2l4", "numa_spread.sh", FullOnly, script_only;
     n2l4_numa_loops_stay_by_rule: "n2l4", "numa_loops.sh", FullOnly, script_only;
     n2l4_cpu_queues_keep_wakees: "n2l4", "cpuq.sh", Backports, script_only;
     n2l4_rt_loop_strands_no_sleeper: "n2l4", "rt_coexist.sh", Backports, script_only;
@@ -380,16 +380,16 @@ vm_cases! {
     n2l4_pinned_pingpong_pairs_progress: "n2l4", "pingpong.sh", Backports, script_only;
     n2l4_stats_monitor_json_and_tui: "n2l4", "stats.sh", Backports, stats_json_sums;
     n2l4_topology_matches_kernel: "n2l4", "topology.sh", Backports, topology_matches_kernel;
-    n2l4_thresholds_in_map: "n2l4", "thresholds.sh", Backports, thresholds_in_map;
+    n2l4_thresholds_in_map: "n2l4", "thresholds.sh", FullOnly, thresholds_in_map;
     n2l4_soak_10min_churn: "n2l4", "soak.sh", FullOnly, script_only;
     n4_attach_load: "n4", "attach_load.sh", FullOnly, script_only;
-    n4_node_running_counts: "n4", "nodes.sh", Backports, script_only;
+    n4_node_running_counts: "n4", "nodes.sh", FullOnly, script_only;
     n4_numa_spread_nearest_first: "n4", "numa_spread.sh", Backports, script_only;
     n4_numa_mixed_load_each_rule: "n4", "numa_mixed.sh", FullOnly, script_only;
     n4_numa_threads_follow_their_memory: "n4", "numa_memory.sh", FullOnly, script_only;
     n4_topology_matches_kernel: "n4", "topology.sh", Backports, topology_matches_kernel;
     n4_thresholds_in_map: "n4", "thresholds.sh", Backports, thresholds_in_map;
-    smt_attach_load: "smt", "attach_load.sh", Backports, script_only;
+    smt_attach_load: "smt", "attach_load.sh", FullOnly, script_only;
     smt_topology_matches_kernel: "smt", "topology.sh", Backports, topology_matches_kernel;
     l2_attach_load: "l2", "attach_load.sh", FullOnly, script_only;
     l2_swq_modes_hackbench_and_live_switch: "l2", "swq_modes.sh", Backports, script_only;
