@@ -255,6 +255,13 @@ fn move_pages(pid: u32, pages: &[u64], node: Option<i32>, status: &mut [i32]) ->
     Ok(())
 }
 
+/// The node of each page of `pid` (0: this process) at `pages` in
+/// `status`, negative where it has none (move_pages(2) with no target only
+/// looks; the lab asks it too).
+pub fn page_nodes(pid: u32, pages: &[u64], status: &mut [i32]) -> io::Result<()> {
+    move_pages(pid, pages, None, status)
+}
+
 /// What one process's move did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Moved {

@@ -1,6 +1,7 @@
 //! CPU → NUMA node and CPU → last-level cache (the library's sysfs reader), for the
 //! locality metrics of shell8 and numa01/02.
 
+use scx_nimble::memloc::migrate::page_nodes;
 use scx_nimble::topology::sysfs::SysTopo;
 use std::path::Path;
 
@@ -59,25 +60,9 @@ pub fn mem_node<T>(buf: &[T]) -> Option<u32> {
         return None;
     }
     let n = len.div_ceil(PAGE).min(64);
-    let mut pages: Vec<*mut libc::c_void> = (0..n)
-        .map(|i| (base + i * (len / n)) as *mut libc::c_void)
-        .collect();
+    let pages: Vec<u64> = (0..n).map(|i| (base + i * (len / n)) as u64).collect();
     let mut status = vec![-1i32; n];
-    // SAFETY: pages/status hold n entries; nodes == NULL only queries.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_move_pages,
-            0,
-            n as libc::c_ulong,
-            pages.as_mut_ptr(),
-            std::ptr::null::<i32>(),
-            status.as_mut_ptr(),
-            0,
-        )
-    };
-    if r != 0 {
-        return None;
-    }
+    page_nodes(0, &pages, &mut status).ok()?;
     let mut counts = std::collections::HashMap::new();
     for s in status.into_iter().filter(|&s| s >= 0) {
         *counts.entry(s as u32).or_insert(0u32) += 1;
@@ -88,24 +73,12 @@ pub fn mem_node<T>(buf: &[T]) -> Option<u32> {
         .map(|(n, _)| n)
 }
 
-/// The node the page holding `addr` is on now (move_pages with no target
-/// only looks), or None if the kernel cannot say.
+/// The node the page holding `addr` is on now, or None if the kernel
+/// cannot say.
 pub fn page_node(addr: usize) -> Option<u32> {
-    let mut page = [(addr & !4095) as *mut libc::c_void];
     let mut status = [-1i32];
-    // SAFETY: one page pointer and one status; nodes == NULL only queries.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_move_pages,
-            0,
-            1 as libc::c_ulong,
-            page.as_mut_ptr(),
-            std::ptr::null::<i32>(),
-            status.as_mut_ptr(),
-            0,
-        )
-    };
-    (r == 0 && status[0] >= 0).then_some(status[0] as u32)
+    page_nodes(0, &[(addr & !4095) as u64], &mut status).ok()?;
+    (status[0] >= 0).then_some(status[0] as u32)
 }
 
 /// Pages the kernel migrated since boot (`/proc/vmstat` pgmigrate_success:
