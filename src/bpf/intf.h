@@ -266,6 +266,7 @@ enum wait_queue {
 	X(REFUSED, numa_refused, "Dispatch rounds the NUMA rule kept from pulling across nodes") \
 	X(HOME_RETURN, home_return, "Pulled tasks that came back to their home node") \
 	X(MEM_MOVE, mem_move, "Tasks moved to the node holding most of their memory (woken, forked or pushed there)") \
+	X(SWAP, mem_swap, "Tasks that traded CPUs with a task on the node holding their memory, whose memory is on theirs (each swap moves two)") \
 	X(MEM_STAY, mem_stay, "Moves off the node holding a task's memory put off: a push made to wait for twice the votes, a pull that took another task, a balance move between busy nodes made to wait") \
 	X(MEM_KNOWN_NS, mem_known_ns, "Run time (ns) of tasks whose memory is on this node (known from numa_maps), wherever they ran") \
 	X(MEM_LOCAL_NS, mem_local_ns, "Of that, run time on this node: memory locality is mem_local_ns / mem_known_ns")

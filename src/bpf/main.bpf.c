@@ -19,6 +19,7 @@
  *   numa.bpf.h     per-node load and home nodes, the input of the NUMA rules
  *   numa_gate.bpf.h the NUMA imbalance rule at fork and for every node crossing
  *   mem_locality.bpf.h the node holding a task's memory, preferred within the rule
+ *   numa_swap.bpf.h two tasks on each other's memory node trade CPUs
  */
 #include "nimble.bpf.h"
 #include "stats.bpf.h"
@@ -138,6 +139,11 @@ static __always_inline void run_on(struct task_struct *prev, struct task_ctx *tc
 	if (tctx) {
 		count_slices(tctx, tctx->exec + clock_since(now, tctx->run_start));
 		cur_extended(prev, tctx, cpu, now);
+		/* It never stops: look its memory node up and post it here. */
+		if (nr_nodes > 1) {
+			mem_refresh(prev, tctx);
+			swap_post(prev, tctx, cpu);
+		}
 	}
 	stat_inc(STAT_KEEP_RUNNING);
 }
@@ -203,6 +209,7 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 	note_taken(cpu, false);	/* ours again, if another class held it */
 	cpuq_left(tctx);
 	cur_running(p, tctx, cpu, tctx->run_start);	/* before path_run: reads the path */
+	swap_post(p, tctx, cpu);
 	scale_slice(p, cpu);
 	path_run(tctx, cpu);
 	count_migration(tctx, cpu);
@@ -265,6 +272,7 @@ void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 	if (!tctx || !tctx->run_start || !valid_cpu(cpu))
 		return;
 	cur_stopping(cpu);
+	swap_unpost(cpu);
 	now = now_ns();
 	mem_account(p, tctx, cpu, clock_since(now, tctx->run_start));
 	deadline_charge(p, tctx, cpu, now);

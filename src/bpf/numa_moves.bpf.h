@@ -14,6 +14,7 @@
 #include "idle.bpf.h"
 #include "numa_gate.bpf.h"
 #include "mem_locality.bpf.h"
+#include "numa_swap.bpf.h"
 
 /*
  * Claim an idle CPU on another node than @from, nearest node first, where
@@ -106,6 +107,9 @@ static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_fl
 
 	if (!slice_end)
 		return false;
+	/* The partner of a swap, preempted by the task that took its CPU. */
+	if (swap_finish(p, tctx, from, enq_flags))
+		return true;
 	if (nr_nodes < 2 || p->nr_cpus_allowed == 1 || !valid_cpu(from) ||
 	    tctx->full_slices < NUMA_PUSH_MIN_SLICES)
 		return false;
@@ -113,6 +117,11 @@ static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_fl
 	cpu = mem_move_cpu(p, tctx, from, true, true);
 	if (cpu >= 0)
 		goto push;
+	/* No idle CPU there: trade with a task that wants this node. */
+	if (swap_start(p, tctx, from, enq_flags)) {
+		tctx->push_votes = 0;
+		return true;
+	}
 	/* Look first (claiming an idle CPU it then does not use would hide it). */
 	if (pick_idle_remote(p, tctx, node_of(from), false, false) < 0) {
 		tctx->push_votes = 0;
@@ -160,7 +169,7 @@ static __always_inline bool push_candidate(struct task_struct *p, struct task_ct
 	if (nr_nodes < 2 || p->nr_cpus_allowed == 1 || !valid_cpu(from) ||
 	    tctx->full_slices + 1 < NUMA_PUSH_MIN_SLICES)
 		return false;
-	if (mem_move_cpu(p, tctx, from, true, false) >= 0)
+	if (mem_move_cpu(p, tctx, from, true, false) >= 0 || swap_partner(p, tctx, from) >= 0)
 		return true;
 	return pick_idle_remote(p, tctx, node_of(from), false, false) >= 0;
 }

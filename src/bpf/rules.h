@@ -145,6 +145,25 @@ RULE_FN bool numa_mem_moves(u32 rule, s32 imb, const struct node_group *d,
 }
 
 /*
+ * NUMA swap (numa_swap.bpf.h): may a task of load @wt on a node carrying
+ * @A over @nA CPUs trade CPUs with one of load @wu on a node carrying @B
+ * over @nB? Only if the two nodes' loads per CPU end no further apart than
+ * they are (the kernel's load_too_imbalanced() for a swap: the slope of
+ * the imbalance, whichever way it points). Equal loads always may.
+ */
+RULE_FN bool numa_swap_fits(s64 A, s64 nA, s64 B, s64 nB, s64 wt, s64 wu)
+{
+	s64 before = A * nB - B * nA;
+	s64 after = (A - wt + wu) * nB - (B - wu + wt) * nA;
+
+	if (before < 0)
+		before = -before;
+	if (after < 0)
+		after = -after;
+	return after <= before;
+}
+
+/*
  * ns from @then to @now, 0 if @then is later. Every difference of two
  * timestamps goes through here: scx_bpf_now() reads each CPU's run queue
  * clock, which may lag another CPU's (and a cached one lags its own CPU's

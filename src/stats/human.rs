@@ -151,13 +151,22 @@ pub fn human(prev: Option<&Metrics>, m: &Metrics) -> String {
             &mut s,
             "numa",
             &format!(
-                "fork local {}  pull {}  push {}  refused {}  home {}  memory local {}  pages moved {}",
+                "fork local {}  pull {}  push {}  refused {}  home {}",
                 pct(dd(|g| g.fork_local), forks),
                 rate(dd(|g| g.numa_pull), secs),
                 rate(dd(|g| g.numa_push), secs),
                 rate(dd(|g| g.numa_refused), secs),
                 rate(dd(|g| g.home_return), secs),
+            ),
+        );
+        row(
+            &mut s,
+            "memory",
+            &format!(
+                "local {}  moved to it {}  swaps {}  pages moved {}",
                 pct(dd(|g| g.mem_local_ns), dd(|g| g.mem_known_ns)),
+                rate(dd(|g| g.mem_move), secs),
+                rate(dd(|g| g.mem_swap), secs),
                 rate(
                     m.mem_pages_moved
                         .saturating_sub(prev.map_or(0, |p| p.mem_pages_moved)),
@@ -301,7 +310,7 @@ mod tests {
         assert!(!has(&b, "numa") && !has(&b, "node 0"), "{b}");
         assert!(has(&b, "swq"), "{b}");
         // Short: a header and a handful of lines, none over 110 columns.
-        assert!(a.lines().count() <= 14, "{a}");
+        assert!(a.lines().count() <= 15, "{a}");
         assert!(a.lines().all(|l| l.len() <= 110), "{a}");
     }
 

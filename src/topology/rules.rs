@@ -104,6 +104,7 @@ mod ffi {
             counted: bool,
         ) -> bool;
         pub fn wait_hist_bucket(ns: u64) -> u32;
+        pub fn numa_swap_fits(a: i64, na: i64, b: i64, nb: i64, wt: i64, wu: i64) -> bool;
     }
 }
 
@@ -215,6 +216,14 @@ pub fn mem_moves(
     unsafe { ffi::numa_mem_moves(rule.bpf(), imb_numa_nr, dst, src, counted) }
 }
 
+/// rules.h numa_swap_fits(): may a task of load `wt` on a node carrying
+/// `a` over `na` CPUs trade CPUs with one of load `wu` on a node carrying
+/// `b` over `nb`? Only if the loads per CPU end no further apart.
+pub fn swap_fits(a: i64, na: i64, b: i64, nb: i64, wt: i64, wu: i64) -> bool {
+    // SAFETY: a pure C function of plain values.
+    unsafe { ffi::numa_swap_fits(a, na, b, nb, wt, wu) }
+}
+
 /// rules.h wait_hist_bucket(): the histogram bucket of a wait of `ns`.
 pub fn wait_hist_bucket(ns: u64) -> usize {
     // SAFETY: a pure C function of a plain value.
@@ -290,6 +299,33 @@ mod tests {
         // Off: no allowance, only moves that leave the destination no busier.
         assert!(!mem(Off, 1, 1, true));
         assert!(mem(Off, 0, 2, true));
+    }
+
+    #[test]
+    fn a_swap_may_not_make_the_nodes_less_even() {
+        // numa01 on n2l4: four loops of 1024 on each node of 4 CPUs.
+        assert!(
+            swap_fits(4096, 4, 4096, 4, 1024, 1024),
+            "alike tasks always trade"
+        );
+        // A nice-0 loop for a nice-5 one (335): 4096 vs 4096 becomes
+        // 3407 vs 4785, a gap where there was none.
+        assert!(!swap_fits(4096, 4, 4096, 4, 1024, 335));
+        // The same trade from the heavier node evens it: 4785 vs 3407
+        // becomes 4096 vs 4096.
+        assert!(swap_fits(4785, 4, 3407, 4, 1024, 335));
+        // Overshooting to the same gap the other way is no worse (the
+        // kernel compares the slope's size, not its direction).
+        assert!(swap_fits(4096 + 689, 4, 4096 - 689, 4, 1024, 335));
+        // Past it: 4696 vs 3496 (a gap of 1200) would become 3296 vs 4896.
+        assert!(!swap_fits(4696, 4, 3496, 4, 1500, 100));
+        assert!(
+            swap_fits(4696, 4, 3496, 4, 1024, 200),
+            "3872 vs 4320: narrower"
+        );
+        // Per CPU: nodes of 2 and 4 CPUs at the same load per CPU.
+        assert!(swap_fits(2048, 2, 4096, 4, 1024, 1024));
+        assert!(!swap_fits(2048, 2, 4096, 4, 1024, 512));
     }
 
     #[test]

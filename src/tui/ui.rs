@@ -255,6 +255,10 @@ fn topology(f: &mut Frame, area: Rect, h: &History, m: &Metrics) {
             let local = 100.0 * g.mem_local_ns as f64 / g.mem_known_ns as f64;
             line.spans.push(Span::raw(format!("  mem {local:.0}%")));
         }
+        // Tasks that came here by a NUMA swap (src/bpf/numa_swap.bpf.h).
+        if g.mem_swap > 0 {
+            line.spans.push(Span::raw(format!(" swaps {}", g.mem_swap)));
+        }
         lines.push(line.style(Style::new().add_modifier(Modifier::BOLD)));
         llc_lines(&mut lines, Some(node));
     }
