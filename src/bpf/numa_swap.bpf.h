@@ -29,10 +29,13 @@
 
 /*
  * A claim the partner has not taken within this long is void: it slept or
- * left instead of being queued again. Longer than a preemption takes
- * under TCG (a few ms), short next to a slice's worth of posts.
+ * left instead of being queued again (its CPU is then free for another
+ * claim). Longer than a preemption takes under TCG, where 20 ms voided
+ * claims of partners still on their way (a CPU going idle then pulled
+ * them home instead, a round later); on hardware a void claim holds a
+ * CPU for at most this long.
  */
-#define SWAP_CLAIM_NS	(20ULL * 1000 * 1000)
+#define SWAP_CLAIM_NS	(50ULL * 1000 * 1000)
 /* Slices run without sleeping before a task may trade (as for a push). */
 #define NUMA_SWAP_MIN_SLICES	2
 

@@ -207,13 +207,19 @@ crossed() {
 		done
 		n=$((n + 1))
 	done
+	# Freed together (SIGUSR1) once both have their threads bound: a
+	# second or more bound away would itself be a reason to move the
+	# memory (memloc::migrate), which is not what this case is about.
 	nimble-memhog --threads "$c1" --mb 64 --touch "$N0" --start "$N1" \
-		--free-after-ms 1500 >/tmp/hogA.out 2>&1 &
+		--free-after-ms 60000 >/tmp/hogA.out 2>&1 &
 	A=$!
 	nimble-memhog --threads "$c0" --mb 64 --touch "$N1" --start "$N0" \
-		--free-after-ms 1500 >/tmp/hogB.out 2>&1 &
+		--free-after-ms 60000 >/tmp/hogB.out 2>&1 &
 	B=$!
-	wait_until 150 "nimble-memhog did not free its threads: $(cat /tmp/hogA.out /tmp/hogB.out)" \
+	wait_until 150 "nimble-memhog did not start its threads: $(cat /tmp/hogA.out /tmp/hogB.out)" \
+		sh -c 'grep -q "MEMHOG ready" /tmp/hogA.out && grep -q "MEMHOG ready" /tmp/hogB.out'
+	kill -USR1 "$A" "$B"
+	wait_until 50 "nimble-memhog did not free its threads: $(cat /tmp/hogA.out /tmp/hogB.out)" \
 		sh -c 'grep -q "MEMHOG free" /tmp/hogA.out && grep -q "MEMHOG free" /tmp/hogB.out'
 	pairs=
 	for h in $A $B; do

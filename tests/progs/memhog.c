@@ -8,16 +8,20 @@
  * Touches M MiB while bound to the CPUs --touch lists (first touch puts the
  * pages on their node), starts T threads reading it in a loop, binds them
  * to the --start CPUs (another node: the memory is now remote), and after
- * MS ms lets every thread run on any CPU. Prints "MEMHOG free" when it has,
- * then sleeps until killed. CPUS: a list as in cpulist files ("4-7,9").
+ * MS ms lets every thread run on any CPU, or at once on SIGUSR1 (two
+ * processes freed together: "MEMHOG ready" says the threads are started
+ * and bound). Prints "MEMHOG free" when it has, then sleeps until killed.
+ * CPUS: a list as in cpulist files ("4-7,9").
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cpulist.h"
@@ -26,6 +30,12 @@
 
 static volatile unsigned char *buf;
 static size_t len;
+
+/* SIGUSR1 only cuts the wait short (no SA_RESTART: nanosleep returns). */
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
 
 static void *reader(void *arg)
 {
@@ -94,7 +104,15 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	usleep(free_ms * 1000);
+	{
+		struct sigaction sa = { .sa_handler = on_usr1 };
+		struct timespec ts = { free_ms / 1000, (free_ms % 1000) * 1000000L };
+
+		sigaction(SIGUSR1, &sa, NULL);
+		printf("MEMHOG ready\n");
+		fflush(stdout);
+		nanosleep(&ts, NULL);
+	}
 	for (i = 0; i < threads; i++)
 		pthread_setaffinity_np(tid[i], sizeof(all), &all);
 	printf("MEMHOG free\n");
