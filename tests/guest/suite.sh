@@ -32,14 +32,15 @@ reset_guest() {
 	# killed, or it would load every later script of the boot. Kernel
 	# threads are kthreadd (pid 2) and its children. (Not "cmdline is
 	# empty": procfs files stat as size 0, so `[ -s ]` is false for all.)
+	# One awk over every stat file, not two forks per process: a reset
+	# took ~3.5 s on n2l4 that way (19 of them a boot). The pipeline's own
+	# processes are gone by the time the kill runs.
 	keep=" $(ancestors | tr '\n' ' ') "
 	left=
-	for d in /proc/[0-9]*; do
-		pid=${d#/proc/}
-		case $keep in *" $pid "*) continue ;; esac
-		[ "$pid" = 2 ] && continue
-		ppid=$(sed 's/^.*) //' "$d/stat" 2>/dev/null | cut -d' ' -f2)
-		case $ppid in '' | 2 | $$) continue ;; esac
+	for pid in $(cat /proc/[0-9]*/stat 2>/dev/null | awk -v keep="$keep" -v me=$$ '{
+		pid = $1; line = $0; sub(/^.*\) /, "", line); split(line, f, " ")
+		if (index(keep, " " pid " ") || pid == 2 || f[2] == "" || f[2] == 2 || f[2] == me) next
+		print pid }'); do
 		kill -KILL "$pid" 2>/dev/null && left="$left $pid"
 	done
 	[ -z "$left" ] || echo "suite.sh: killed what $s left running:$left"
