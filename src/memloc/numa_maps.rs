@@ -48,39 +48,15 @@ pub const KEEP_PCT: u64 = 50;
 /// runs wherever its cache is.
 pub const MIN_PAGES: u64 = 256;
 
-/// A node is preferred only if it is the process's one active node: no
-/// other holds more than 1/ACTIVE_FRACTION of its pages (the kernel's
-/// ACTIVE_NODE_FRACTION for numa groups, 3), kept while none holds more
-/// than 1/KEEP_FRACTION (2). A process whose threads each first-touched
-/// private memory on their own node (autonuma's numa02: 62/38 after a
-/// 5/3 start, 50/50 once even) spans two nodes; its threads' memory is
-/// where each of them runs, and one node preferred for all of them pulled
-/// them off it (numa02 on n2l4: 79.6 % local against 94.5 % without). The
-/// kernel too leaves tasks of a workload spanning nodes on any active node.
-pub const ACTIVE_FRACTION: u64 = 3;
-pub const KEEP_FRACTION: u64 = 2;
-
-/// Whether `node`'s pages outnumber every other node's `frac` times.
-fn only_active(pages: &[u64], node: usize, frac: u64) -> bool {
-    let p = pages.get(node).copied().unwrap_or(0);
-    pages
-        .iter()
-        .enumerate()
-        .all(|(n, &q)| n == node || q * frac <= p)
-}
-
 /// The node to prefer given the pages per node, and the node preferred
-/// before (if any); None if no node holds enough, another node holds too
-/// much beside it, or there are too few pages.
+/// before (if any); None if no node holds enough or there are too few pages.
 pub fn preferred(pages: &[u64], before: Option<usize>) -> Option<usize> {
     let total: u64 = pages.iter().sum();
     if total < MIN_PAGES {
         return None;
     }
     if let Some(b) = before {
-        if pages.get(b).is_some_and(|&p| p * 100 >= total * KEEP_PCT)
-            && only_active(pages, b, KEEP_FRACTION)
-        {
+        if pages.get(b).is_some_and(|&p| p * 100 >= total * KEEP_PCT) {
             return Some(b);
         }
     }
@@ -88,8 +64,7 @@ pub fn preferred(pages: &[u64], before: Option<usize>) -> Option<usize> {
         .iter()
         .enumerate()
         .max_by_key(|&(n, &p)| (p, usize::MAX - n))?;
-    (most * 100 >= total * PREFER_PCT && only_active(pages, best, ACTIVE_FRACTION))
-        .then_some(best)
+    (most * 100 >= total * PREFER_PCT).then_some(best)
 }
 
 #[cfg(test)]
@@ -123,36 +98,23 @@ mod tests {
     #[test]
     fn prefers_a_node_with_most_of_the_memory() {
         assert_eq!(preferred(&[390, 17026], None), Some(1));
-        assert_eq!(preferred(&[750, 250], None), Some(0));
-        // Two active nodes (numa02's private buffers, 5 threads / 3).
-        assert_eq!(preferred(&[700, 300], None), None);
-        assert_eq!(preferred(&[625, 375], None), None);
-        // Four nodes: the others each at most a third of the first.
-        assert_eq!(preferred(&[600, 200, 100, 100], None), Some(0));
-        assert_eq!(preferred(&[600, 250, 150, 0], None), None);
+        assert_eq!(preferred(&[700, 300], None), Some(0));
         // Spread: no node holds 60 %.
         assert_eq!(preferred(&[450, 550], None), None);
         assert_eq!(preferred(&[400, 300, 300], None), None);
         // Too little memory to be worth a move.
         assert_eq!(preferred(&[0, 255], None), None);
         assert_eq!(preferred(&[0, 256], None), Some(1));
-        // A second node at more than a third of the first: none.
-        assert_eq!(preferred(&[600, 0, 0, 400], None), None);
-        assert_eq!(preferred(&[750, 0, 0, 250], None), Some(0));
+        // A tie goes to the lower node, only if it reaches the share.
+        assert_eq!(preferred(&[600, 0, 0, 400], None), Some(0));
     }
 
     #[test]
     fn keeps_a_preferred_node_down_to_half() {
-        // Kept while it holds half and twice any other node.
-        assert_eq!(preferred(&[300, 700], Some(1)), Some(1));
-        assert_eq!(preferred(&[330, 670], Some(1)), Some(1));
-        assert_eq!(preferred(&[340, 660], Some(1)), None);
-        assert_eq!(preferred(&[500, 250, 250], Some(0)), Some(0));
-        // A second node past half of it: two active nodes, none kept.
-        assert_eq!(preferred(&[450, 550], Some(1)), None);
-        assert_eq!(preferred(&[500, 500], Some(0)), None);
-        // Below half it goes, to a node that now is the only active one.
-        assert_eq!(preferred(&[200, 800], Some(0)), Some(1));
+        assert_eq!(preferred(&[450, 550], Some(1)), Some(1));
+        assert_eq!(preferred(&[500, 500], Some(0)), Some(0));
+        // Below half it goes, to a node that now holds 60 % or none.
+        assert_eq!(preferred(&[350, 650], Some(0)), Some(1));
         assert_eq!(preferred(&[450, 400, 150], Some(1)), None);
     }
 }
