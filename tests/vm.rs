@@ -386,7 +386,7 @@ vm_cases! {
     n4_node_running_counts: "n4", "nodes.sh", FullOnly, script_only;
     n4_numa_spread_nearest_first: "n4", "numa_spread.sh", Backports, script_only;
     n4_numa_mixed_load_each_rule: "n4", "numa_mixed.sh", FullOnly, script_only;
-    n4_numa_threads_follow_their_memory: "n4", "numa_memory.sh", Backports, script_only;
+    n4_numa_threads_follow_their_memory: "n4", "numa_memory.sh", FullOnly, script_only;
     n4_topology_matches_kernel: "n4", "topology.sh", Backports, topology_matches_kernel;
     n4_thresholds_in_map: "n4", "thresholds.sh", Backports, thresholds_in_map;
     smt_attach_load: "smt", "attach_load.sh", FullOnly, script_only;
