@@ -36,8 +36,6 @@
  * CPU for at most this long.
  */
 #define SWAP_CLAIM_NS	(50ULL * 1000 * 1000)
-/* Slices run without sleeping before a task may trade (as for a push). */
-#define NUMA_SWAP_MIN_SLICES	2
 
 /* One cache line per CPU, written by the CPU (post) and by one claimer. */
 /* Nodes and CPUs are stored plus one: the zeroed map means none. */
@@ -60,13 +58,17 @@ static __always_inline struct swap_post *swap_post_of(s32 cpu)
 	return &swap_posts[cpu & (MAX_CPUS - 1)];
 }
 
-/* The memory node @p wants on @cpu: CPU-bound, movable and away from it. */
+/*
+ * The memory node @p wants on @cpu: CPU-bound (a load in hog_load, which
+ * only tasks past HOG_SLICES slices without a sleep carry), movable and
+ * away from it.
+ */
 static __always_inline s32 swap_want(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 {
 	s32 mem = tctx->mem_node;
 
 	if (mem < 0 || mem >= (s32)nr_nodes || (u32)mem == node_of(cpu) ||
-	    p->nr_cpus_allowed == 1 || tctx->full_slices < NUMA_SWAP_MIN_SLICES || !tctx->hog_w)
+	    p->nr_cpus_allowed == 1 || !tctx->hog_w)
 		return -1;
 	return mem;
 }
@@ -74,10 +76,15 @@ static __always_inline s32 swap_want(struct task_struct *p, struct task_ctx *tct
 /* @p starts, or runs another slice, on @cpu: post what it wants. */
 static __always_inline void swap_post(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 {
-	struct swap_post *s = swap_post_of(cpu);
-	s32 want = nr_nodes > 1 ? swap_want(p, tctx, cpu) : -1;
-	u32 node = node_of(cpu);
+	struct swap_post *s;
+	s32 want;
+	u32 node;
 
+	if (nr_nodes < 2)
+		return;
+	s = swap_post_of(cpu);
+	want = swap_want(p, tctx, cpu);
+	node = node_of(cpu);
 	if (want < 0) {
 		if (READ_ONCE(s->want))
 			WRITE_ONCE(s->want, 0);

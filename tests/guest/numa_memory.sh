@@ -48,6 +48,15 @@ cpus_in() {
 		else printf "%d ", $i } }'
 }
 
+# loops_on CPUS...: a CPU loop pinned to each CPU given; adds their pids to
+# LOOPS (killed by the caller).
+loops_on() {
+	for c in "$@"; do
+		loop_on "$c"
+		LOOPS="$LOOPS $SPAWNED"
+	done
+}
+
 # on_node1 STAT...: every thread whose stat file is given last ran on node 1.
 on_node1() {
 	# shellcheck disable=SC2068
@@ -153,11 +162,9 @@ hog() {
 # of the memory at that sample (numa_maps read at each one); MOVED = the
 # seconds until most of it was on node 0 (- if it never was).
 full() {
-	loops=
-	for c in $(cpus_in "$N1"); do
-		loop_on "$c"
-		loops="$loops $SPAWNED"
-	done
+	LOOPS=
+	# shellcheck disable=SC2046
+	loops_on $(cpus_in "$N1")
 	start_hog
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	i=0
@@ -173,9 +180,9 @@ full() {
 	FULL=$(cat /tmp/full)
 	MEM=$(node1_pct "$HOG")
 	# shellcheck disable=SC2086
-	kill "$HOG" $loops
+	kill "$HOG" $LOOPS
 	# shellcheck disable=SC2086
-	wait "$HOG" $loops 2>/dev/null
+	wait "$HOG" $LOOPS 2>/dev/null
 	log "$1, node 1 full: reader threads on their memory's node in $FULL % of samples;" \
 		"memory on node 1: $MEM0 % when freed, $MEM % at the end; most of it on node 0" \
 		"after $MOVED s"
@@ -198,13 +205,11 @@ crossed() {
 	c1=$(cpus_in "$N1" | wc -w)
 	# Other nodes (n4) busy too, with a loop pinned to each CPU: with room
 	# there the rule would spread the threads instead (one a node on n4).
-	loops=
+	LOOPS=
 	n=2
 	while [ -r "/sys/devices/system/node/node$n/cpulist" ]; do
-		for c in $(cpus_in "$(node_cpus $n)"); do
-			loop_on "$c"
-			loops="$loops $SPAWNED"
-		done
+		# shellcheck disable=SC2046
+		loops_on $(cpus_in "$(node_cpus $n)")
 		n=$((n + 1))
 	done
 	# Freed together (SIGUSR1) once both have their threads bound: a
@@ -233,9 +238,9 @@ crossed() {
 	MA=$(node1_pct "$A")
 	MB=$(node1_pct "$B")
 	# shellcheck disable=SC2086
-	kill "$A" "$B" $loops
+	kill "$A" "$B" $LOOPS
 	# shellcheck disable=SC2086
-	wait "$A" "$B" $loops 2>/dev/null
+	wait "$A" "$B" $LOOPS 2>/dev/null
 	log "$1, crossed: reader threads on their memory's node in $CROSSED % of samples" \
 		"$CROSS_WAIT s after they were freed; memory on node 1: $MA % / $MB % at the end" \
 		"(touched on node 0 / node 1)"
