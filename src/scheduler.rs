@@ -1,7 +1,7 @@
 //! The loaded scheduler: fills the BPF tables from the topology, loads and
 //! attaches the struct_ops, reads counters, and detaches.
 
-use crate::bpf_intf::{nimble_limits_MAX_NUMA_LEVELS, nimble_limits_WEIGHT_SHIFT, numa_level};
+use crate::bpf_intf::{nimble_limits_MAX_NUMA_LEVELS, numa_level};
 use crate::bpf_skel::*;
 use crate::counters::{self, Counters, NR_WAIT_QUEUES};
 use crate::ctl::{self, Ctl};
@@ -62,6 +62,8 @@ pub struct Scheduler<'a> {
     mem_migrate_pages: u64,
     mem_last: Instant,
     mem_moved: u64,
+    /// Whether running out of cgroup slots was logged (once).
+    cg_over_logged: bool,
 }
 
 /// The kernel's CPU hotplug sequence number (what scx_ops_open! reads too,
@@ -303,6 +305,7 @@ impl<'a> Scheduler<'a> {
             mem_migrate_pages: opts.mem_migrate_mbps * 256,
             mem_last: Instant::now(),
             mem_moved: 0,
+            cg_over_logged: false,
         })
     }
 
@@ -323,12 +326,14 @@ impl<'a> Scheduler<'a> {
                 used: c.used != 0,
                 cgid: c.cgid,
                 parent: c.parent,
-                weight: c.weight >> nimble_limits_WEIGHT_SHIFT,
+                weight: c.set_w as u64,
+                idle: c.idle != 0,
                 lent: c.lent,
                 total: c.total,
             })
             .collect();
         m.nr_cgroups = slots.iter().filter(|s| s.used).count() as u64;
+        m.nr_cgroups_over = bss.cg_over.max(0) as u64;
         m.mem_pages_moved = self.mem_moved;
         m.cgroups = stats::cgroups::collect(&slots, &mut self.cg_names.borrow_mut());
         Ok(m)
@@ -428,6 +433,19 @@ impl<'a> Scheduler<'a> {
             self.ctl = now;
         }
         Ok(())
+    }
+
+    /// Logs once, when it first happens, that cgroups were made with every
+    /// slot taken (cg_over, src/bpf/cgroup.bpf.h).
+    fn watch_cgroup_slots(&mut self) {
+        let over = self.skel.maps.bss_data.as_ref().unwrap().cg_over;
+        if over > 0 && !self.cg_over_logged {
+            self.cg_over_logged = true;
+            warn!(
+                "{over} cgroup(s) beyond MAX_CGROUPS ({}): their tasks count in their nearest ancestor with a slot, their own cpu.weight and cpu.idle are not applied (nr_cgroups_over in the stats)",
+                crate::bpf_intf::nimble_limits_MAX_CGROUPS
+            );
+        }
     }
 
     /// A memory-locality round when one is due: the nodes that changed go
@@ -570,6 +588,7 @@ impl<'a> Scheduler<'a> {
             std::thread::sleep(POLL);
             self.watch_ctl()?;
             self.scan_memory();
+            self.watch_cgroup_slots();
         }
         if let Some(m) = &self.mover {
             self.mem_moved += m.finished().iter().map(|(_, x)| x.moved).sum::<u64>();

@@ -366,7 +366,7 @@ vm_cases! {
     n2l4_signals_int_term_kill: "n2l4", "signals.sh", Backports, script_only;
     n2l4_torture_forks_wakeups_nice_cgroups: "n2l4", "torture.sh", Backports, script_only;
     n2l4_nice_weights_across_llcs: "n2l4", "weights.sh", Backports, script_only;
-    n2l4_cgroup_weights_siblings_move_nice_depth3: "n2l4", "cgroup_weights.sh", Backports, script_only;
+    n2l4_cgroup_weights_2000_cgroups_siblings_move_nice_depth4: "n2l4", "cgroup_weights.sh", Backports, script_only;
     n2l4_node_running_counts: "n2l4", "nodes.sh", Backports, script_only;
     n2l4_pinned_task_runs: "n2l4", "pinned.sh", Backports, script_only;
     n2l4_numa_pair_stays_local_by_rule: "n2l4", "numa_locality.sh", Backports, script_only;

@@ -25,6 +25,18 @@
  * Weights are in the units of p->scx.weight (100 = nice 0 = cpu.weight
  * 100) shifted left by WEIGHT_SHIFT, so a cgroup's share divided among
  * many tasks keeps its precision.
+ *
+ * cpu.idle, as the kernel's sched_group_set_idle(): the cgroup weighs
+ * IDLE_WEIGHT (WEIGHT_IDLEPRIO) among its siblings whatever its cpu.weight,
+ * and its tasks, and those of cgroups below it, are idle work
+ * (idle_work()): they never preempt, and a CPU running only them counts
+ * as idle for a wakeup.
+ *
+ * Slots: MAX_CGROUPS (intf.h). A cgroup made when all are taken borrows
+ * its nearest ancestor's slot (CG_BORROWED): its tasks count there with
+ * their own weight, its children find that ancestor as their parent, so
+ * the tree above stays right; its own cpu.weight and cpu.idle are not
+ * applied. cg_over counts such cgroups (nr_cgroups_over in the stats).
  */
 #ifndef __NIMBLE_CGROUP_BPF_H
 #define __NIMBLE_CGROUP_BPF_H
@@ -45,6 +57,9 @@ struct cg_ctx {
 	u32 used;
 	u32 seq;	/* bumped when the slot is freed: a task still counted there
 			 * (one exiting after its cgroup went) no longer touches it */
+	u32 set_w;	/* cpu.weight as set (weight is IDLE_WEIGHT while idle) */
+	u32 idle;	/* cpu.idle */
+	u32 idle_h;	/* idle, or an ancestor is: cached with g */
 	u32 pad;
 };
 
@@ -54,7 +69,12 @@ struct cg_ctx {
  */
 struct cg_ctx cgs[MAX_CGROUPS];
 
-/* Each cgroup's slot + 1 (0: none, the root or out of slots). */
+/*
+ * Each cgroup's slot + 1 (0: the root's, or out of slots under a child of
+ * the root); CG_BORROWED: its nearest ancestor's, borrowed.
+ */
+#define CG_BORROWED	(1U << 31)
+
 struct {
 	__uint(type, BPF_MAP_TYPE_CGRP_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -65,6 +85,12 @@ struct {
 /* Bumped when any cgroup turns active or idle or changes weight. */
 u64 cg_gen = 1;
 
+/* Where cg_created() starts looking for a free slot: after the last one taken. */
+u32 cg_hint;
+
+/* Cgroups without a slot of their own (out of slots), now. */
+s64 cg_over;
+
 static __always_inline struct cg_ctx *cg_ctx(s32 slot)
 {
 	if (slot < 0 || slot >= MAX_CGROUPS)
@@ -72,15 +98,31 @@ static __always_inline struct cg_ctx *cg_ctx(s32 slot)
 	return &cgs[slot & (MAX_CGROUPS - 1)];
 }
 
-/* The slot of @cgrp, -1 for the root or a cgroup without one. */
-static __always_inline s32 cg_slot_of(struct cgroup *cgrp)
+/* @cgrp's cg_slots value: slot + 1 (| CG_BORROWED), 0: none. */
+static __always_inline u32 cg_slot_raw(struct cgroup *cgrp)
 {
 	u32 *s;
 
 	if (!cgrp || !cgrp->level)
-		return -1;
+		return 0;
 	s = bpf_cgrp_storage_get(&cg_slots, cgrp, 0, 0);
-	return s && *s ? (s32)*s - 1 : -1;
+	return s ? *s : 0;
+}
+
+/* The slot @cgrp's tasks count in (its own or a borrowed one), -1: the root's. */
+static __always_inline s32 cg_slot_of(struct cgroup *cgrp)
+{
+	u32 s = cg_slot_raw(cgrp) & ~CG_BORROWED;
+
+	return s ? (s32)s - 1 : -1;
+}
+
+/* @cgrp's own slot, -1: the root or one that borrows. */
+static __always_inline s32 cg_own_slot(struct cgroup *cgrp)
+{
+	u32 s = cg_slot_raw(cgrp);
+
+	return s && !(s & CG_BORROWED) ? (s32)s - 1 : -1;
 }
 
 /*
@@ -128,11 +170,14 @@ static __always_inline u64 cg_group_weight(s32 slot)
 	s32 up;
 	u32 i;
 
+	u32 idle;
+
 	if (!c)
 		return NICE0_WEIGHT;
 	if (c->g_gen == gen)
 		return c->g;
 	g = c->weight;
+	idle = c->idle;
 	up = c->parent;
 	bpf_for(i, 0, MAX_CG_DEPTH) {
 		a = cg_ctx(up);
@@ -141,9 +186,11 @@ static __always_inline u64 cg_group_weight(s32 slot)
 		t = READ_ONCE(a->total);	/* once: it may cross 0 meanwhile */
 		if (t > 0)
 			g = g * a->weight / t;
+		idle |= a->idle;
 		up = a->parent;
 	}
 	c->g = g ? g : 1;
+	c->idle_h = idle;
 	c->g_gen = gen;
 	return c->g;
 }
@@ -159,6 +206,7 @@ static __always_inline u64 cg_task_weight(struct task_struct *p, struct task_ctx
 	u64 w = task_weight(p), eff;
 	s64 t;
 
+	tctx->cg_idle = 0;
 	if (tctx->cg < 0 || !tctx->cg_w)
 		return w;
 	k = ctl();
@@ -171,6 +219,7 @@ static __always_inline u64 cg_task_weight(struct task_struct *p, struct task_ctx
 	if (t <= 0)
 		return w;
 	eff = cg_group_weight(tctx->cg) * tctx->cg_w / t;
+	tctx->cg_idle = c->idle_h;
 	return eff ? eff : 1;
 }
 
@@ -215,13 +264,23 @@ static __always_inline void cg_task_moved(struct task_ctx *tctx, struct cgroup *
 	}
 }
 
-/* A new cgroup (or one that existed at load): give it a slot. */
-static __always_inline s32 cg_created(struct cgroup *cgrp, u32 weight)
+/* @c's weight among its siblings: cpu.weight, or IDLE_WEIGHT while idle. */
+static __always_inline u64 cg_weight_of(const struct cg_ctx *c)
+{
+	return c->idle ? IDLE_WEIGHT : (u64)c->set_w << WEIGHT_SHIFT;
+}
+
+/*
+ * A new cgroup (or one that existed at load): give it a slot, looking from
+ * the one after the last taken (cgroup_init may sleep; the scan is bounded
+ * by MAX_CGROUPS and short until the slots run low).
+ */
+static __always_inline s32 cg_created(struct cgroup *cgrp, u32 weight, bool idle)
 {
 	struct cgroup *parent;
 	struct cg_ctx *c;
 	s32 up = -1;
-	u32 *s, i;
+	u32 *s, i, at, start = cg_hint;
 
 	if (!cgrp->level)
 		return 0;
@@ -236,20 +295,28 @@ static __always_inline s32 cg_created(struct cgroup *cgrp, u32 weight)
 		}
 	}
 	bpf_for(i, 0, MAX_CGROUPS) {
-		c = cg_ctx(i);
+		at = (start + i) & (MAX_CGROUPS - 1);
+		c = cg_ctx(at);
 		if (!c || !__sync_bool_compare_and_swap(&c->used, 0, 1))
 			continue;
 		c->total = 0;
 		c->lent = 0;
-		c->weight = (u64)weight << WEIGHT_SHIFT;
+		c->set_w = weight;
+		c->idle = idle;
+		c->idle_h = 0;
+		c->weight = cg_weight_of(c);
 		c->g_gen = 0;
 		c->parent = up;
 		c->cgid = cgrp->kn->id;
-		*s = i + 1;
+		cg_hint = at + 1;
+		*s = at + 1;
+		if (idle)
+			__sync_fetch_and_add(&cg_gen, 1);	/* children cache idle_h */
 		return 0;
 	}
-	/* Out of slots: its tasks count as the root's (their own weight). */
-	*s = 0;
+	/* Out of slots: its tasks count in its parent's (the root's: none). */
+	*s = up >= 0 ? (u32)(up + 1) | CG_BORROWED : 0;
+	__sync_fetch_and_add(&cg_over, 1);
 	return 0;
 }
 
@@ -260,10 +327,16 @@ static __always_inline s32 cg_created(struct cgroup *cgrp, u32 weight)
  */
 static __always_inline void cg_removed(struct cgroup *cgrp)
 {
-	s32 slot = cg_slot_of(cgrp);
-	struct cg_ctx *c = cg_ctx(slot);
+	u32 raw = cg_slot_raw(cgrp);
+	struct cg_ctx *c;
 	s64 old;
 
+	if (cgrp->level && (!raw || (raw & CG_BORROWED))) {
+		/* It had none of its own (cg_created() ran out). */
+		__sync_fetch_and_add(&cg_over, -1);
+		return;
+	}
+	c = cg_ctx(cg_own_slot(cgrp));
 	if (!c)
 		return;
 	__sync_fetch_and_add(&c->seq, 1);
@@ -274,19 +347,38 @@ static __always_inline void cg_removed(struct cgroup *cgrp)
 	__sync_fetch_and_add(&cg_gen, 1);
 }
 
-static __always_inline void cg_weight_set(struct cgroup *cgrp, u32 weight)
+/* @c's cpu.weight or cpu.idle changed: apply its weight among its siblings. */
+static __always_inline void cg_reweigh(struct cg_ctx *c)
 {
-	struct cg_ctx *c = cg_ctx(cg_slot_of(cgrp));
-	u64 w = (u64)weight << WEIGHT_SHIFT, old;
+	u64 w = cg_weight_of(c), old;
 
-	if (!c)
-		return;
 	c->weight = w;
 	/* Active: the parent sees the new weight at once (lent: see cg_add). */
 	old = c->lent;
 	if (old && old != w && __sync_bool_compare_and_swap(&c->lent, old, w))
 		cg_add(c->parent, (s64)w - (s64)old);
 	__sync_fetch_and_add(&cg_gen, 1);
+}
+
+static __always_inline void cg_weight_set(struct cgroup *cgrp, u32 weight)
+{
+	struct cg_ctx *c = cg_ctx(cg_own_slot(cgrp));
+
+	if (!c)
+		return;
+	c->set_w = weight;
+	cg_reweigh(c);
+}
+
+/* cpu.idle written (ops.cgroup_set_idle). */
+static __always_inline void cg_idle_set(struct cgroup *cgrp, bool idle)
+{
+	struct cg_ctx *c = cg_ctx(cg_own_slot(cgrp));
+
+	if (!c)
+		return;
+	c->idle = idle;
+	cg_reweigh(c);	/* the generation bump makes every task below re-read idle_h */
 }
 
 #endif /* __NIMBLE_CGROUP_BPF_H */

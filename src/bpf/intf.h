@@ -17,8 +17,13 @@ enum nimble_limits {
 	MAX_SWQ_SHARDS	= 16,
 	/* Buckets of a queue-wait histogram (see wait_hist_bucket). */
 	WAIT_HIST_BUCKETS = 128,
-	/* Non-root cgroups with cpu.weight state (cgroup.bpf.h); more count as the root. */
-	MAX_CGROUPS	= 1024,
+	/*
+	 * Non-root cgroups with a slot of their own (cgroup.bpf.h): 16x a dense
+	 * container host's count (a hundred pods, their containers, systemd's
+	 * units: about 1 000). Past it a cgroup's tasks count in its nearest
+	 * ancestor that has a slot (nr_cgroups_over in the stats, logged).
+	 */
+	MAX_CGROUPS	= 16384,
 	/* Task and cgroup weights are cpu.weight units << WEIGHT_SHIFT (precision). */
 	WEIGHT_SHIFT	= 6,
 	/* Processes whose memory node userspace tracks (mem_nodes, src/memloc/). */

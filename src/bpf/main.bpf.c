@@ -62,7 +62,7 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 * No idle CPU: one that runs only SCHED_IDLE work is as good (the
 	 * kernel's sched_idle_cpu()); its task yields at once.
 	 */
-	if (cpu < 0 && (cpu = pick_sidle_cpu(p, prev_cpu)) >= 0) {
+	if (cpu < 0 && (cpu = pick_sidle_cpu(p, tctx, prev_cpu)) >= 0) {
 		path_queue(tctx, PATH_DIRECT, 0, STAT_INS_DIRECT);
 		stat_inc(STAT_SIDLE);
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, SCX_ENQ_PREEMPT);
@@ -339,11 +339,13 @@ void BPF_STRUCT_OPS(nimble_disable, struct task_struct *p)
 	close_books(p);
 }
 
-/* cgroup cpu.weight (cgroup.bpf.h): the tree, kept as it changes. */
+/* cgroup cpu.weight and cpu.idle (cgroup.bpf.h): the tree, kept as it changes. */
 s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_cgroup_init, struct cgroup *cgrp,
 			     struct scx_cgroup_init_args *args)
 {
-	return cg_created(cgrp, args->weight);
+	bool idle = bpf_core_field_exists(args->sched_idle) && args->sched_idle;
+
+	return cg_created(cgrp, args->weight, idle);
 }
 
 void BPF_STRUCT_OPS(nimble_cgroup_exit, struct cgroup *cgrp)
@@ -363,6 +365,11 @@ void BPF_STRUCT_OPS(nimble_cgroup_move, struct task_struct *p,
 void BPF_STRUCT_OPS(nimble_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 {
 	cg_weight_set(cgrp, weight);
+}
+
+void BPF_STRUCT_OPS(nimble_cgroup_set_idle, struct cgroup *cgrp, bool idle)
+{
+	cg_idle_set(cgrp, idle);
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_init)
@@ -415,6 +422,7 @@ SCX_OPS_DEFINE(nimble_ops,
 	       .cgroup_exit	= (void *)nimble_cgroup_exit,
 	       .cgroup_move	= (void *)nimble_cgroup_move,
 	       .cgroup_set_weight = (void *)nimble_cgroup_set_weight,
+	       .cgroup_set_idle	= (void *)nimble_cgroup_set_idle,
 	       .init		= (void *)nimble_init,
 	       .exit		= (void *)nimble_exit,
 	       /*

@@ -347,6 +347,7 @@ struct task_ctx {
 	u32 rq_weight;		/* weight counted in llcs[rq_llc].load */
 	u32 hog_w;		/* and in its hog_load (CPU-bound), 0: not */
 	u32 eff_w;		/* its weight, cgroup share included (cgroup.bpf.h) */
+	u32 cg_idle;		/* in a cpu.idle cgroup (or below one): as SCHED_IDLE */
 	s32 cg;			/* its cgroup's slot, -1: the root's */
 	u32 cg_w;		/* weight counted in its cgroup's total, 0: none */
 	u32 cg_seq;		/* its cgroup slot's seq when cg_w was counted */
@@ -403,10 +404,20 @@ static __always_inline struct task_ctx *lookup_task_ctx(struct task_struct *p)
 #define NIMBLE_SCHED_BATCH	3
 #define NIMBLE_SCHED_IDLE	5
 
-/* Wakeup preemption's class of @p (enum task_class). */
-static __always_inline u32 task_class(const struct task_struct *p)
+/*
+ * Whether @p is idle work: SCHED_IDLE, or a task of a cgroup with cpu.idle
+ * set (itself or an ancestor), which the kernel treats alike for wakeups
+ * (sched_idle_cpu() counts h_nr_idle) and preemption.
+ */
+static __always_inline bool idle_work(const struct task_struct *p, const struct task_ctx *tctx)
 {
-	if (p->policy == NIMBLE_SCHED_IDLE)
+	return p->policy == NIMBLE_SCHED_IDLE || (tctx && tctx->cg_idle);
+}
+
+/* Wakeup preemption's class of @p (enum task_class). */
+static __always_inline u32 task_class(const struct task_struct *p, const struct task_ctx *tctx)
+{
+	if (idle_work(p, tctx))
 		return TASK_IDLE;
 	return p->policy == NIMBLE_SCHED_BATCH ? TASK_BATCH : TASK_NORMAL;
 }
@@ -427,9 +438,9 @@ static __always_inline u64 task_weight(const struct task_struct *p)
 }
 
 /* How far ahead of now @p's deadline may lie (see IDLE_WAIT_MULT). */
-static __always_inline u64 task_max_wait(const struct task_struct *p)
+static __always_inline u64 task_max_wait(const struct task_struct *p, const struct task_ctx *tctx)
 {
-	return p->policy == NIMBLE_SCHED_IDLE ? max_wait_ns * IDLE_WAIT_MULT : max_wait_ns;
+	return idle_work(p, tctx) ? max_wait_ns * IDLE_WAIT_MULT : max_wait_ns;
 }
 
 /* The weight deadlines and loads use: cgroup share included, if known. */

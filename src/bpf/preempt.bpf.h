@@ -56,7 +56,7 @@ static __always_inline void view_of(struct preempt_view *v, struct task_struct *
 	v->start = tctx->vstart;
 	v->req = task_request(tctx);
 	v->span = request_span(p, tctx);
-	v->class = task_class(p);
+	v->class = task_class(p, tctx);
 }
 
 /*
@@ -73,7 +73,7 @@ static __always_inline void cur_running(struct task_struct *p, struct task_ctx *
 	c->v.start = now;
 	c->v.req = task_request(tctx);
 	c->v.span = request_span(p, tctx);
-	c->v.class = task_class(p);
+	c->v.class = task_class(p, tctx);
 	WRITE_ONCE(c->v.deadline, dl ? dl : 1);
 	llc_bit_put(&llc_sidle[llc_idx(llc_of(cpu))], cpu, c->v.class == TASK_IDLE);
 }
@@ -145,13 +145,13 @@ static __always_inline bool sidle_cpu(struct task_struct *p, s32 cpu)
  * @prev's LLC that runs only SCHED_IDLE work, @prev first, or -1. The
  * caller puts @p on its local DSQ with SCX_ENQ_PREEMPT.
  */
-static __always_inline s32 pick_sidle_cpu(struct task_struct *p, s32 prev)
+static __always_inline s32 pick_sidle_cpu(struct task_struct *p, struct task_ctx *tctx, s32 prev)
 {
 	struct llc_bits *b;
 	s32 cpu;
 	u32 llc, i, at;
 
-	if (!valid_cpu(prev) || task_class(p) == TASK_IDLE)
+	if (!valid_cpu(prev) || task_class(p, tctx) == TASK_IDLE)
 		return -1;
 	if (sidle_cpu(p, prev))
 		return prev;

@@ -135,7 +135,7 @@ static __always_inline u64 stretch(const struct task_struct *p, const struct tas
 static __always_inline u64 deadline_from(struct task_struct *p, struct task_ctx *tctx,
 					 u64 start, u64 now)
 {
-	u64 dl = start + request_span(p, tctx), cap = now + task_max_wait(p);
+	u64 dl = start + request_span(p, tctx), cap = now + task_max_wait(p, tctx);
 
 	return time_after(dl, cap) ? cap : dl;
 }
@@ -179,7 +179,7 @@ static __always_inline u64 task_deadline(struct task_struct *p, struct task_ctx 
 static __always_inline u64 finish_after(struct task_struct *p, struct task_ctx *tctx,
 					s32 cpu, u64 now)
 {
-	u64 fin = tctx->vfin, cap = now + task_max_wait(p);
+	u64 fin = tctx->vfin, cap = now + task_max_wait(p, tctx);
 
 	if (time_before(fin, tctx->vstart))
 		fin = tctx->vstart;

@@ -20,8 +20,10 @@ pub struct Slot {
     pub cgid: u64,
     /// Parent's slot, -1 for a child of the root.
     pub parent: i32,
-    /// cpu.weight (1..10000).
+    /// cpu.weight (1..10000), as set (also while idle).
     pub weight: u64,
+    /// cpu.idle.
+    pub idle: bool,
     /// Weight counted in the parent's total while active (shifted units).
     pub lent: u64,
     /// The slot's own tasks plus active children (shifted units); <= 0: idle.
@@ -135,6 +137,7 @@ pub fn collect(slots: &[Slot], names: &mut Names) -> BTreeMap<String, Cgroup> {
             let path = paths.get(&slots[i].cgid)?;
             let cg = Cgroup {
                 weight: slots[i].weight,
+                idle: slots[i].idle as u64,
                 share_pct: shares[i].unwrap_or(0.0) * 100.0,
                 usage_us: names.usage_us(path),
             };
@@ -197,6 +200,7 @@ mod tests {
             cgid: 100 + weight,
             parent,
             weight,
+            idle: false,
             lent: if total > 0 { weight * S } else { 0 },
             total,
         }
@@ -256,6 +260,7 @@ mod tests {
     fn top_by_cpu_is_the_interval_not_the_total() {
         let cg = |usage_us| Cgroup {
             weight: 100,
+            idle: 0,
             share_pct: 50.0,
             usage_us,
         };

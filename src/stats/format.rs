@@ -21,11 +21,12 @@ impl Metrics {
     /// (`stats:` lines), and the pages memory locality moved.
     pub fn line(&self) -> String {
         format!(
-            "{} nr_cgroups={} {} mem_pages_moved={}",
+            "{} nr_cgroups={} {} mem_pages_moved={} nr_cgroups_over={}",
             self.controls(),
             self.nr_cgroups,
             self.counters_line(),
-            self.mem_pages_moved
+            self.mem_pages_moved,
+            self.nr_cgroups_over
         )
     }
 
@@ -153,8 +154,10 @@ pub fn cgroup_lines(prev: Option<&Metrics>, m: &Metrics) -> Vec<String> {
         .into_iter()
         .map(|(path, c, cpu)| {
             format!(
-                "cgroup: {path} weight={} share={:.1}% cpu={cpu:.1}%",
-                c.weight, c.share_pct
+                "cgroup: {path} weight={} share={:.1}% cpu={cpu:.1}%{}",
+                c.weight,
+                c.share_pct,
+                if c.idle != 0 { " idle" } else { "" }
             )
         })
         .collect()

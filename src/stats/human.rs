@@ -76,14 +76,18 @@ pub fn human(prev: Option<&Metrics>, m: &Metrics) -> String {
 
     let _ = writeln!(
         s,
-        "{} up {:.0}s, {}: nr_cgroups={}",
+        "{} up {:.0}s, {}: nr_cgroups={}{}",
         m.sched,
         m.uptime_s,
         match prev {
             Some(_) => format!("last {secs:.1}s"),
             None => "since attach".into(),
         },
-        m.nr_cgroups
+        m.nr_cgroups,
+        match m.nr_cgroups_over {
+            0 => String::new(),
+            n => format!(" (+{n} past MAX_CGROUPS, counted in an ancestor)"),
+        }
     );
     row(&mut s, "controls", &m.controls());
     row(

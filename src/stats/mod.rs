@@ -346,6 +346,8 @@ mod tests {
             "busy_ticks",
             "swq_mode",
             "nr_cgroups",
+            "nr_cgroups_over",
+            "idle",
             "mem_pages_moved",
             "share_pct",
             "usage_us",

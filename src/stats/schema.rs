@@ -121,6 +121,11 @@ pub struct Cgroup {
     #[stat(desc = "cpu.weight")]
     pub weight: u64,
     #[stat(
+        desc = "cpu.idle: 1 while set (the cgroup then weighs 3/1024 of cpu.weight 100 among its siblings, and its tasks run as idle work)"
+    )]
+    #[serde(default)]
+    pub idle: u64,
+    #[stat(
         desc = "Share of the machine its weights entitle it to among the cgroups with runnable tasks (%, the product of its weight fractions up the tree)"
     )]
     pub share_pct: f64,
@@ -174,10 +179,15 @@ pub struct Metrics {
     #[stat(desc = "NUMA imbalance thresholds per node and level")]
     pub thresholds: Vec<Threshold>,
     #[stat(
-        desc = "Cgroups the scheduler keeps cpu.weight state for (every non-root cgroup, up to MAX_CGROUPS)"
+        desc = "Cgroups with a cpu.weight slot of their own (every non-root cgroup, up to MAX_CGROUPS: 16384)"
     )]
     #[serde(default)]
     pub nr_cgroups: u64,
+    #[stat(
+        desc = "Cgroups made when every slot was taken: their tasks count in their nearest ancestor that has one; their own cpu.weight and cpu.idle are not applied"
+    )]
+    #[serde(default)]
+    pub nr_cgroups_over: u64,
     #[stat(
         desc = "Pages moved to the node where their process's threads settled, since attach (--mem-migrate-mbps)"
     )]

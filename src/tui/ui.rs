@@ -577,6 +577,7 @@ pub(crate) mod tests {
         let n = v.len();
         let cg = |weight, share_pct, usage_us| crate::stats::Cgroup {
             weight,
+            idle: 0,
             share_pct,
             usage_us,
         };

@@ -15,10 +15,13 @@
 #    orders the loops inside wB (nice 0 vs nice 5, weights 3.1);
 # 3. cgroups made, used and removed leave no state: the scheduler's cgroup
 #    slots (nr_cgroups in the stats line) are back to their count before;
-# 4. a depth-3 tree, s1 (100) / {a (100), b (300)} and s2 (300) / c (200) /
-#    {x (100), y (100)}, 4 loops in each leaf: every leaf's share of the CPU
-#    within 0.05 of its ideal (1/16, 3/16, 3/8, 3/8: the product of its
-#    weight fractions at each level).
+# 4. a depth-4 tree, s1 (100) / {a (100), b (300)} and s2 (300) / c (200) /
+#    {x (100), y (100) / {p (100), q (300)}}, 4 loops in each leaf: every
+#    leaf's share of the CPU within 0.05 of its ideal (1/16, 3/16, 3/8,
+#    3/32, 9/32: the product of its weight fractions at each level).
+# All of it with 2 000 empty cgroups (cpu controller on) made before the
+# scheduler attached (issue 37: past the 1 024 slots scx_nimble had, wA/wB
+# made after them got 1.00 instead of 4): the stats count them all.
 # A window is 6 s (full tier: 15 s) after 2 s to settle. Every check is
 # made and logged; the script fails at the end with all that failed.
 . /tests/lib.sh
@@ -86,12 +89,19 @@ sibling_loops() {
 	B_LOOPS=$LOOPS
 	LOOPS="$A_LOOPS $B_LOOPS"
 }
+# xargs: one mkdir for all (a fork each takes ~0.1 s of a busy TCG guest).
+CROWD=2000
+mkcg crowd 100
+seq $CROWD | sed "s|^|$CG/crowd/c|" | xargs mkdir || fail "making $CROWD cgroups"
 mkcg wA 100
 mkcg wB 400
 start_sched --stats 1
 next_stats
 stats_snapshot
 cg_start=$(snap_value nr_cgroups)
+cg_over=$(snap_value nr_cgroups_over)
+log "with $CROWD more cgroups: nr_cgroups=$cg_start nr_cgroups_over=$cg_over"
+expect '[ "$cg_start" -ge $((CROWD + 3)) ] && [ "$cg_over" = 0 ]' -- "$CROWD cgroups, crowd, wA, wB: nr_cgroups $cg_start, nr_cgroups_over $cg_over" 
 sibling_loops
 
 # move_and_nice: part 2 under whatever scheduler runs; sets MOVED (the
@@ -191,26 +201,31 @@ expect within "$ours_moved" 2 100 -- "a loop moved into wB gets $ours_moved x wA
 expect within "$ours_moved_b" 0.6 1.6 -- "a loop moved into wB gets $ours_moved_b x wB's loops' CPU, expected about 1"
 expect within "$ours_nice" 1.5 100 -- "nice 0 / nice 5 inside wB: $ours_nice, expected about 3 (EEVDF $NICE)"
 
-# --- 4. a depth-3 tree -------------------------------------------------------
+# --- 4. a depth-4 tree -------------------------------------------------------
 mkcg s1 100; mkcg s1/a 100; mkcg s1/b 300
 mkcg s2 300; mkcg s2/c 200; mkcg s2/c/x 100; mkcg s2/c/y 100
-IDEAL="0.0625 0.1875 0.375 0.375"
+mkcg s2/c/y/p 100; mkcg s2/c/y/q 300
+LEAVES="s1/a s1/b s2/c/x s2/c/y/p s2/c/y/q"
+IDEAL="0.0625 0.1875 0.375 0.09375 0.28125"
 start_sched
-for leaf in s1/a s1/b s2/c/x s2/c/y; do loops_in $leaf 4; done
+for leaf in $LEAVES; do loops_in $leaf 4; done
 # Leaves are compared with a 0.05 bound: a longer window (10 s) keeps
 # sampling noise well inside it (a 6 s window once came within 0.004).
-ours=$(WIN=$(by_tier 15 10) shares s1/a s1/b s2/c/x s2/c/y)
+# shellcheck disable=SC2086
+ours=$(WIN=$(by_tier 15 10) shares $LEAVES)
 log "scx_nimble: leaf shares $ours (ideal $IDEAL)"
 stop_and_check
 kill $LOOPS
 LOOPS=
-for leaf in s1/a s1/b s2/c/x s2/c/y; do loops_in $leaf 4; done
-eevdf=$(WIN=$(by_tier 15 10) shares s1/a s1/b s2/c/x s2/c/y)
+for leaf in $LEAVES; do loops_in $leaf 4; done
+# shellcheck disable=SC2086
+eevdf=$(WIN=$(by_tier 15 10) shares $LEAVES)
 log "EEVDF: leaf shares $eevdf (ideal $IDEAL)"
 kill $LOOPS
-bad=$(echo "$ours" "$IDEAL" | awk '{ for (i = 1; i <= 4; i++) { d = $i - $(i + 4); if (d < 0) d = -d
-	if (d > 0.05) printf "leaf %d: %s vs %s; ", i, $i, $(i + 4) } }')
+bad=$(echo "$ours" "$IDEAL" | awk '{ for (i = 1; i <= 5; i++) { d = $i - $(i + 5); if (d < 0) d = -d
+	if (d > 0.05) printf "leaf %d: %s vs %s; ", i, $i, $(i + 5) } }')
 expect '[ -z "$bad" ]' -- "leaf shares off their ideal by more than 0.05: $bad (EEVDF $eevdf)"
+seq $CROWD | sed "s|^|$CG/crowd/c|" | xargs rmdir && rmdir $CG/crowd || fail "removing the $CROWD cgroups"
 
 [ -z "$FAILED" ] || fail "${FAILED#; }"
-pass "cpu.weight 400/100: ratio $sib, $sib_late later (EEVDF $eevdf_sib, off $off, live 100/100 $even); moved loop $ours_moved x wA's (EEVDF $MOVED), nice 0/5 in wB $ours_nice (EEVDF $NICE); slots $cg_start -> $cg_busy -> $cg_end; depth-3 leaves $ours (ideal $IDEAL, EEVDF $eevdf)"
+pass "cpu.weight 400/100: ratio $sib, $sib_late later (EEVDF $eevdf_sib, off $off, live 100/100 $even); moved loop $ours_moved x wA's (EEVDF $MOVED), nice 0/5 in wB $ours_nice (EEVDF $NICE); slots $cg_start -> $cg_busy -> $cg_end; depth-4 leaves $ours (ideal $IDEAL, EEVDF $eevdf)"

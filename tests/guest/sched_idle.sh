@@ -9,7 +9,11 @@
 #      SCHED_IDLE loops, all on CPUs 0-1, wake at most 2x as late as under
 #      EEVDF (worst p99 of the rounds), as a CPU that runs only SCHED_IDLE
 #      work counts as idle for a wakeup and its task yields at once
-#      (scx_nimble used to queue the sleepers behind the loops' slices).
+#      (scx_nimble used to queue the sleepers behind the loops' slices);
+#   3. cpu.idle (issue 37): 8 loops in a cgroup with cpu.idle 1 beside 8
+#      normal loops get at most 2x the CPU time EEVDF gives them (the
+#      kernel: the cgroup weighs 3 against 8 x 1024; scx_nimble, before
+#      it read cpu.idle, gave them 49.7 % of the machine against 0.4 %).
 # CPU time from /proc/PID/schedstat (ns), wakeup latency as the sleepers saw
 # it: both from outside the scheduler.
 . /tests/lib.sh
@@ -52,6 +56,29 @@ share() {
 	log "$1: SCHED_IDLE loops $(tail -n 1 /tmp/share.res | awk '{ printf "%.3f %% of the loops CPU time", 100 * $2 / $3 }')"
 }
 
+# cg_share LABEL: appends "LABEL idle_ns all_ns" to /tmp/cgshare.res: N loops
+# in the cgroup idlecg (cpu.idle 1), N in the root.
+cg_share() {
+	IDLE= OTHER=
+	for i in $(seq $N); do
+		spin; IDLE="$IDLE $SPAWNED"
+		echo "$SPAWNED" >$CG/idlecg/cgroup.procs || fail "moving $SPAWNED into idlecg"
+		spin; OTHER="$OTHER $SPAWNED"
+	done
+	sleep 1
+	# shellcheck disable=SC2086
+	r0=$(cat $(for p in $IDLE $OTHER; do echo /proc/$p/schedstat; done) | awk '{ print $1 }' | tr '\n' ' ')
+	sleep "$SECS"
+	# shellcheck disable=SC2086
+	r1=$(cat $(for p in $IDLE $OTHER; do echo /proc/$p/schedstat; done) | awk '{ print $1 }' | tr '\n' ' ')
+	# shellcheck disable=SC2086
+	kill $IDLE $OTHER
+	wait $IDLE $OTHER 2>/dev/null
+	echo "$1 $N $r0 | $r1" | awk '{ n = $2; k = 2 * n; for (i = 1; i <= k; i++) { d = $(3 + k + i) - $(2 + i); if (i <= n) idle += d; all += d }
+		printf "%s %.0f %.0f\n", $1, idle, all }' >>/tmp/cgshare.res
+	log "$1: cpu.idle cgroup's loops $(tail -n 1 /tmp/cgshare.res | awk '{ printf "%.3f %% of the loops CPU time", 100 * $2 / $3 }')"
+}
+
 # wakeups LABEL: appends "LABEL p99_us max_us" of each sleeper to /tmp/wake.res.
 # Two SCHED_IDLE loops and the sleepers on CPUs 0-1 only: the other CPUs
 # stay idle, so the guest's 8 vCPUs do not queue for the host's cores and
@@ -71,19 +98,27 @@ wakeups() {
 	log "$1: sleepers beside SCHED_IDLE loops, p99/max us: $(awk -v l="$1" '$1 == l { printf "%s/%s ", $2, $3 }' /tmp/wake.res)"
 }
 
+CG=/sys/fs/cgroup
+echo +cpu >$CG/cgroup.subtree_control || fail "cannot enable the cpu controller"
+mkdir -p $CG/idlecg && echo 1 >$CG/idlecg/cpu.idle || fail "cannot make a cpu.idle cgroup"
 : >/tmp/share.res
 : >/tmp/wake.res
+: >/tmp/cgshare.res
 for r in $(seq $ROUNDS); do
 	for who in $(rotated "$r" eevdf nimble); do
 		if [ $who = nimble ]; then
-			start_sched
+			start_sched --stats 1
 			share nimble
 			wakeups nimble
+			cg_share nimble
+			grep -q '^cgroup: idlecg weight=100 share=[0-9.]*% cpu=[0-9.]*% idle$' "$SCHED_OUT" ||
+				fail "--stats never listed idlecg as idle: $(grep '^cgroup: idlecg' "$SCHED_OUT" | tail -n 1)"
 			assert_attached "after the SCHED_IDLE loops"
 			stop_and_check
 		else
 			share eevdf
 			wakeups eevdf
+			cg_share eevdf
 		fi
 	done
 done
@@ -97,4 +132,9 @@ verdict=$(awk '{ if ($2 > p[$1]) p[$1] = $2 }
 	END { printf "%s worst p99 nimble=%d us eevdf=%d us (<= 2x)\n", p["nimble"] <= 2 * p["eevdf"] ? "ok" : "BAD", p["nimble"], p["eevdf"] }' /tmp/wake.res)
 log "$verdict"
 case $verdict in ok*) ;; *) fail "wakeups beside SCHED_IDLE: $verdict" ;; esac
-pass "SCHED_IDLE: the kernel's share, and normal wakeups take their CPUs at once"
+verdict=$(awk '{ idle[$1] += $2; all[$1] += $3 }
+	END { e = idle["eevdf"] / all["eevdf"]; s = idle["nimble"] / all["nimble"]
+		printf "%s cpu.idle cgroup share nimble=%.3f%% eevdf=%.3f%% (<= 2x)\n", s <= 2 * e ? "ok" : "BAD", 100 * s, 100 * e }' /tmp/cgshare.res)
+log "$verdict"
+case $verdict in ok*) ;; *) fail "cpu.idle cgroup: $verdict" ;; esac
+pass "SCHED_IDLE and cpu.idle: the kernel's share, and normal wakeups take their CPUs at once"

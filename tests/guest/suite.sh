@@ -52,11 +52,13 @@ reset_guest() {
 	for c in /sys/devices/system/cpu/cpu[0-9]*/online; do
 		[ "$(cat "$c")" = 1 ] || echo 1 >"$c"
 	done
-	# Every test cgroup, nested ones first (s2/c/x before s2/c before s2).
-	for g in $(find /sys/fs/cgroup -mindepth 1 -type d | awk -F/ '{ print NF, $0 }' | sort -rn | cut -d' ' -f2-); do
-		for p in $(cat "$g/cgroup.procs" 2>/dev/null); do echo "$p" >/sys/fs/cgroup/cgroup.procs 2>/dev/null; done
-		rmdir "$g" 2>/dev/null
-	done
+	# Every test cgroup, nested ones first (s2/c/x before s2/c before s2);
+	# no fork per cgroup (cgroup_weights.sh makes 2 000).
+	find /sys/fs/cgroup -mindepth 1 -type d | awk -F/ '{ print NF, $0 }' | sort -rn | cut -d' ' -f2- >/tmp/cgs
+	while read -r g; do
+		while read -r p; do echo "$p" >/sys/fs/cgroup/cgroup.procs; done <"$g/cgroup.procs" 2>/dev/null
+	done </tmp/cgs
+	xargs rmdir </tmp/cgs 2>/dev/null
 	left=$(find /sys/fs/cgroup -mindepth 1 -type d | tr '\n' ' ')
 	[ -z "$left" ] || echo "suite.sh: WARNING: cgroups left after reset: $left"
 	rm -rf /tmp/* /var/run/scx
