@@ -64,6 +64,8 @@ pub struct Scheduler<'a> {
     mem_moved: u64,
     /// Whether running out of cgroup slots was logged (once).
     cg_over_logged: bool,
+    /// Whether ignored cpu.max limits were logged (once).
+    bw_over_logged: bool,
 }
 
 /// The kernel's CPU hotplug sequence number (what scx_ops_open! reads too,
@@ -306,6 +308,7 @@ impl<'a> Scheduler<'a> {
             mem_last: Instant::now(),
             mem_moved: 0,
             cg_over_logged: false,
+            bw_over_logged: false,
         })
     }
 
@@ -436,15 +439,25 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Logs once, when it first happens, that cgroups were made with every
-    /// slot taken (cg_over, src/bpf/cgroup.bpf.h).
+    /// slot taken (cg_over, src/bpf/cgroup.bpf.h), that a cpu.max found no
+    /// free entry (bw_over, src/bpf/cpu_max.bpf.h), or that the kernel
+    /// cannot release throttled tasks (bw_unsupported).
     fn watch_cgroup_slots(&mut self) {
-        let over = self.skel.maps.bss_data.as_ref().unwrap().cg_over;
+        let bss = self.skel.maps.bss_data.as_ref().unwrap();
+        let (over, bw_over, bw_unsupported) = (bss.cg_over, bss.bw_over, bss.bw_unsupported);
         if over > 0 && !self.cg_over_logged {
             self.cg_over_logged = true;
             warn!(
                 "{over} cgroup(s) beyond MAX_CGROUPS ({}): their tasks count in their nearest ancestor with a slot, their own cpu.weight and cpu.idle are not applied (nr_cgroups_over in the stats)",
                 crate::bpf_intf::nimble_limits_MAX_CGROUPS
             );
+        }
+        if (bw_over > 0 || bw_unsupported != 0) && !self.bw_over_logged {
+            self.bw_over_logged = true;
+            match bw_unsupported {
+                0 => warn!("{bw_over} cgroup cpu.max limit(s) ignored: all 1024 entries are taken"),
+                _ => warn!("cgroup cpu.max ignored: the kernel lacks scx_bpf_dsq_reenq() (7.1)"),
+            }
         }
     }
 

@@ -376,6 +376,7 @@ vm_cases! {
     n2l4_cpu_queues_keep_wakees: "n2l4", "cpuq.sh", Backports, script_only;
     n2l4_rt_loop_strands_no_sleeper: "n2l4", "rt_coexist.sh", Backports, script_only;
     n2l4_sched_idle_share_and_wakeups: "n2l4", "sched_idle.sh", Backports, script_only;
+    n2l4_cpu_max_quota_child_live_change: "n2l4", "cpu_max.sh", Backports, script_only;
     n2l4_weights_hold_through_renice_and_moves: "n2l4", "weights_churn.sh", Backports, script_only;
     n2l4_pinned_pingpong_pairs_progress: "n2l4", "pingpong.sh", Backports, script_only;
     n2l4_stats_monitor_json_and_tui: "n2l4", "stats.sh", Backports, stats_json_sums;

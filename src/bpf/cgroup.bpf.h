@@ -60,6 +60,8 @@ struct cg_ctx {
 	u32 set_w;	/* cpu.weight as set (weight is IDLE_WEIGHT while idle) */
 	u32 idle;	/* cpu.idle */
 	u32 idle_h;	/* idle, or an ancestor is: cached with g */
+	s32 bw;		/* its cpu.max entry in bws[] (cpu_max.bpf.h), -1: none */
+	u32 bw_h;	/* it or an ancestor has a cpu.max: cached with g */
 	u32 pad;
 };
 
@@ -170,7 +172,7 @@ static __always_inline u64 cg_group_weight(s32 slot)
 	s32 up;
 	u32 i;
 
-	u32 idle;
+	u32 idle, bw;
 
 	if (!c)
 		return NICE0_WEIGHT;
@@ -178,6 +180,7 @@ static __always_inline u64 cg_group_weight(s32 slot)
 		return c->g;
 	g = c->weight;
 	idle = c->idle;
+	bw = c->bw >= 0;
 	up = c->parent;
 	bpf_for(i, 0, MAX_CG_DEPTH) {
 		a = cg_ctx(up);
@@ -187,38 +190,44 @@ static __always_inline u64 cg_group_weight(s32 slot)
 		if (t > 0)
 			g = g * a->weight / t;
 		idle |= a->idle;
+		bw |= a->bw >= 0;
 		up = a->parent;
 	}
 	c->g = g ? g : 1;
 	c->idle_h = idle;
+	c->bw_h = bw;
 	c->g_gen = gen;
 	return c->g;
 }
 
 /*
  * @p's weight for deadlines and load: its own, scaled by its cgroup's
- * share when cgroup weights are on (struct nimble_ctl).
+ * share when cgroup weights are on (struct nimble_ctl). Also notes whether
+ * a cpu.max applies to it (whatever that switch says: a limit is not a
+ * share) and whether it is idle work.
  */
 static __always_inline u64 cg_task_weight(struct task_struct *p, struct task_ctx *tctx)
 {
 	struct nimble_ctl *k;
 	struct cg_ctx *c;
-	u64 w = task_weight(p), eff;
+	u64 w = task_weight(p), eff, g;
 	s64 t;
 
 	tctx->cg_idle = 0;
 	if (tctx->cg < 0 || !tctx->cg_w)
 		return w;
-	k = ctl();
-	if (!k || !k->cgroup_weight)
-		return w;
 	c = cg_ctx(tctx->cg);
 	if (!c || c->seq != tctx->cg_seq)
+		return w;
+	g = cg_group_weight(tctx->cg);
+	tctx->cg_bw = c->bw_h;
+	k = ctl();
+	if (!k || !k->cgroup_weight)
 		return w;
 	t = READ_ONCE(c->total);
 	if (t <= 0)
 		return w;
-	eff = cg_group_weight(tctx->cg) * tctx->cg_w / t;
+	eff = g * tctx->cg_w / t;
 	tctx->cg_idle = c->idle_h;
 	return eff ? eff : 1;
 }
@@ -304,6 +313,8 @@ static __always_inline s32 cg_created(struct cgroup *cgrp, u32 weight, bool idle
 		c->set_w = weight;
 		c->idle = idle;
 		c->idle_h = 0;
+		c->bw = -1;
+		c->bw_h = 0;
 		c->weight = cg_weight_of(c);
 		c->g_gen = 0;
 		c->parent = up;

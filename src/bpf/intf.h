@@ -102,6 +102,7 @@ struct numa_level {
 	X(LAG_CLAMP, lag_clamp, "Tasks queued over a slice after their last deadline (no credit kept: lag clamp)") \
 	X(PREEMPT, preempt, "Wakeups that preempted the task on their CPU (earlier deadline, past its protected part)") \
 	X(SIDLE, sidle, "Wakeups put on a CPU that ran only SCHED_IDLE work (which yields at once)") \
+	X(BW_PARK, bw_park, "Tasks queued while their cgroup (or one above) was out of its cpu.max quota: they waited for its next period") \
 	X(BALANCE, balance, "Tasks whose slice ended moved to a less loaded LLC (summed weights)") \
 	X(SLICES, slices, "Slices given, shrunk with the LLC queue (see slice_ns)") \
 	X(SLICE_NS, slice_ns, "Sum of those slices in ns (average slice: slice_ns / slices)") \

@@ -20,6 +20,8 @@
  *   numa_gate.bpf.h the NUMA imbalance rule at fork and for every node crossing
  *   mem_locality.bpf.h the node holding a task's memory, preferred within the rule
  *   numa_swap.bpf.h two tasks on each other's memory node trade CPUs
+ *   cgroup.bpf.h   cgroup cpu.weight and cpu.idle, flattened into task weights
+ *   cpu_max.bpf.h  cgroup cpu.max: budgets per period, throttled tasks parked
  */
 #include "nimble.bpf.h"
 #include "stats.bpf.h"
@@ -35,6 +37,7 @@
 #include "swq.bpf.h"
 #include "dispatch.bpf.h"
 #include "cgroup.bpf.h"
+#include "cpu_max.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -50,6 +53,9 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return prev_cpu;
 
 	tctx->hint = HINT_NONE;
+	/* Out of cpu.max quota: enqueue parks it (no direct dispatch). */
+	if (bw_throttled(tctx))
+		return prev_cpu;
 	/*
 	 * Forks may cross nodes (the NUMA gate decides); wakeups stay near,
 	 * unless they may go to the node holding their memory.
@@ -95,6 +101,9 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 	/* select_cpu's swq routing applies to this enqueue only. */
 	why = tctx->swq_why;
 	tctx->swq_why = SWQ_WHY_NONE;
+	/* Its cgroup (or one above) is out of cpu.max quota: wait for the next period. */
+	if (bw_park(p, tctx))
+		return;
 	/*
 	 * Its slice ran out or was taken (a wakeup preemption zeroes it), not
 	 * a wakeup, a hand-back or an attribute change (which keep it): only
@@ -153,6 +162,10 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 	bool prev_runnable = prev && (prev->scx.flags & SCX_TASK_QUEUED);
 	struct task_ctx *ptctx = prev_runnable ? lookup_task_ctx(prev) : NULL;
 
+	/* Out of cpu.max quota: its slice ends, enqueue parks it. */
+	if (ptctx && bw_throttled(ptctx))
+		prev_runnable = false, ptctx = NULL;
+
 	if (test_fault_due(test_stall_after_ns))
 		return;
 	if (ptctx && keep_first(cpu, prev, ptctx)) {
@@ -187,6 +200,7 @@ void BPF_STRUCT_OPS(nimble_tick, struct task_struct *p)
 
 	if (test_fault_due(test_error_after_ns))
 		scx_bpf_error("test error injected by --test-error-after-ms");
+	bw_tick(p);
 	swq_kick_waiters(cpu);
 	rescue_taken(cpu);
 	if (valid_cpu(cpu))
@@ -260,6 +274,7 @@ void BPF_STRUCT_OPS(nimble_quiescent, struct task_struct *p, u64 deq_flags)
 		cpuq_left(tctx);
 		node_quiescent(tctx);
 		cg_quiescent(tctx);
+		tctx->bw_parked = 0;	/* out of the counts already */
 	}
 }
 
@@ -275,6 +290,7 @@ void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 	swap_unpost(cpu);
 	now = now_ns();
 	mem_account(p, tctx, cpu, clock_since(now, tctx->run_start));
+	bw_charge(p, tctx, now);
 	deadline_charge(p, tctx, cpu, now);
 	/* Once a slice: follow its cgroup's share and its nice. */
 	tctx->eff_w = cg_task_weight(p, tctx);
@@ -344,12 +360,16 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_cgroup_init, struct cgroup *cgrp,
 			     struct scx_cgroup_init_args *args)
 {
 	bool idle = bpf_core_field_exists(args->sched_idle) && args->sched_idle;
+	s32 err = cg_created(cgrp, args->weight, idle);
 
-	return cg_created(cgrp, args->weight, idle);
+	if (!err)
+		bw_set(cgrp, args->bw_period_us, args->bw_quota_us, args->bw_burst_us);
+	return err;
 }
 
 void BPF_STRUCT_OPS(nimble_cgroup_exit, struct cgroup *cgrp)
 {
+	bw_removed(cgrp);
 	cg_removed(cgrp);
 }
 
@@ -372,6 +392,12 @@ void BPF_STRUCT_OPS(nimble_cgroup_set_idle, struct cgroup *cgrp, bool idle)
 	cg_idle_set(cgrp, idle);
 }
 
+void BPF_STRUCT_OPS(nimble_cgroup_set_bandwidth, struct cgroup *cgrp, u64 period_us,
+		    u64 quota_us, u64 burst_us)
+{
+	bw_set(cgrp, period_us, quota_us, burst_us);
+}
+
 s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_init)
 {
 	s32 err;
@@ -391,6 +417,9 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_init)
 	if (err)
 		return err;
 	err = create_cpu_dsqs();
+	if (err)
+		return err;
+	err = bw_init();
 	if (err)
 		return err;
 	return create_swqs();
@@ -423,6 +452,7 @@ SCX_OPS_DEFINE(nimble_ops,
 	       .cgroup_move	= (void *)nimble_cgroup_move,
 	       .cgroup_set_weight = (void *)nimble_cgroup_set_weight,
 	       .cgroup_set_idle	= (void *)nimble_cgroup_set_idle,
+	       .cgroup_set_bandwidth = (void *)nimble_cgroup_set_bandwidth,
 	       .init		= (void *)nimble_init,
 	       .exit		= (void *)nimble_exit,
 	       /*

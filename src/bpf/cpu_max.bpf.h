@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cpu.max: a cgroup's CPU time per period, as the kernel's CFS bandwidth
+ * control gives it (quota, period, burst), hierarchically.
+ *
+ *   - Each limited cgroup has an entry in bws[]: its budget for the
+ *     period. What a task of it (or of a cgroup below it) runs is charged
+ *     to every limited cgroup above it at each tick and when it stops
+ *     (the kernel charges the cfs_rq at update_curr(), every tick too).
+ *   - A budget that runs out throttles the cgroup: its running tasks end
+ *     their slice at the tick, and each task of it that is queued goes to
+ *     the cgroup's park DSQ instead of a CPU's or LLC's queue, out of the
+ *     node and LLC counts the balance and the NUMA rule read, and out of
+ *     its parent's cgroup weight (the kernel dequeues a throttled cfs_rq).
+ *   - A timer adds the quota each period (debt first: run time past the
+ *     budget, up to a tick per CPU, is paid from the next period, so over
+ *     periods the limit is exact), up to quota + burst; a cgroup back
+ *     above zero has its park DSQ re-enqueued (scx_bpf_dsq_reenq(), kernel
+ *     7.1): each task comes back to ops.enqueue, which parks it again if
+ *     a cgroup above is still throttled.
+ *
+ * Tasks of a cgroup without a limit of its own or above pay one flag test
+ * per tick and enqueue. The timer runs only while some cgroup has a limit.
+ */
+#ifndef __NIMBLE_CPU_MAX_BPF_H
+#define __NIMBLE_CPU_MAX_BPF_H
+
+#include "nimble.bpf.h"
+#include "stats.bpf.h"
+#include "numa.bpf.h"
+#include "cgroup.bpf.h"
+
+/*
+ * Cgroups with a finite cpu.max at once. More get no limit (counted:
+ * bw_over, logged by userspace); a container host limits its pods and
+ * containers, some hundreds.
+ */
+#define MAX_BW		1024
+
+/* Park DSQs: above the per-CPU queues (CPU_DSQ_BASE + cpu). */
+#define PARK_DSQ_BASE	(1ULL << 24)
+
+/*
+ * How often the timer refills budgets. Periods are 100 ms by default
+ * (1 ms at least): a refill is late by up to this much, which delays the
+ * throttled tasks, not the sum (refill_at advances by whole periods).
+ */
+#define BW_TIMER_NS	(2ULL * 1000 * 1000)
+
+struct bw {
+	u64 quota;	/* ns a period; 0: entry free or limit removed */
+	u64 period;	/* ns */
+	u64 burst;	/* ns of unused quota it may keep */
+	s64 budget;	/* ns left this period; negative: debt */
+	u64 refill_at;	/* start of the next period */
+	u32 owner;	/* cgroup slot + 1, 0: free */
+	u32 throttled;	/* tasks are parked */
+};
+
+struct bw bws[MAX_BW];
+u32 bw_nr;		/* entries in use */
+u32 bw_hi;		/* highest entry in use + 1: the timer looks below it */
+s64 bw_over;		/* cgroups whose cpu.max found no free entry, now */
+u32 bw_timer_on;
+u32 bw_unsupported;	/* the kernel lacks scx_bpf_dsq_reenq() (7.1): limits ignored */
+
+/* Re-enqueue every task of @dsq through ops.enqueue (kernel 7.1). */
+static __always_inline void dsq_reenq(u64 dsq)
+{
+	if (__COMPAT_has_generic_reenq())
+		scx_bpf_dsq_reenq___compat(dsq, 0);
+}
+
+struct bw_timer {
+	struct bpf_timer t;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct bw_timer);
+} bw_timers SEC(".maps");
+
+static __always_inline u64 park_dsq(u32 b)
+{
+	return PARK_DSQ_BASE + b;
+}
+
+static __always_inline struct bw *bw_of(s32 b)
+{
+	if (b < 0 || b >= MAX_BW)
+		return NULL;
+	return &bws[b & (MAX_BW - 1)];
+}
+
+static __always_inline void bw_timer_kick(void)
+{
+	struct bw_timer *t;
+	u32 zero = 0;
+
+	if (__sync_lock_test_and_set(&bw_timer_on, 1))
+		return;
+	t = bpf_map_lookup_elem(&bw_timers, &zero);
+	if (t)
+		bpf_timer_start(&t->t, BW_TIMER_NS, 0);
+}
+
+/*
+ * Charge what @p ran up to @now to every limited cgroup above it. Returns
+ * whether one of them ran out (its tasks then stop at the next chance).
+ */
+static __always_inline bool bw_charge(struct task_struct *p, struct task_ctx *tctx, u64 now)
+{
+	u64 from = tctx->bw_at > tctx->run_start ? tctx->bw_at : tctx->run_start;
+	s64 ran = clock_since(now, from);
+	bool out = false;
+	struct cg_ctx *c;
+	struct bw *b;
+	s32 slot = tctx->cg;
+	u32 i;
+
+	if (!tctx->cg_bw || !bw_nr || !tctx->run_start)
+		return false;
+	tctx->bw_at = now;
+	bpf_for(i, 0, MAX_CG_DEPTH) {
+		c = cg_ctx(slot);
+		if (!c)
+			break;
+		b = bw_of(c->bw);
+		if (b && b->quota && __sync_sub_and_fetch(&b->budget, ran) <= 0) {
+			WRITE_ONCE(b->throttled, 1);
+			out = true;
+		}
+		slot = c->parent;
+	}
+	return out;
+}
+
+/* The nearest throttled cgroup above @slot: its bws[] entry, or -1. */
+static __always_inline s32 bw_throttled_above(s32 slot)
+{
+	struct cg_ctx *c;
+	struct bw *b;
+	u32 i;
+
+	bpf_for(i, 0, MAX_CG_DEPTH) {
+		c = cg_ctx(slot);
+		if (!c)
+			break;
+		b = bw_of(c->bw);
+		if (b && b->quota && READ_ONCE(b->budget) <= 0)
+			return c->bw;
+		slot = c->parent;
+	}
+	return -1;
+}
+
+/*
+ * ops.enqueue: park @p if a cgroup above it is throttled (true), else put
+ * a task that was parked back in the counts (false: enqueue goes on).
+ */
+static __always_inline bool bw_park(struct task_struct *p, struct task_ctx *tctx)
+{
+	s32 b = -1;
+
+	if (bw_nr && (tctx->cg_bw || tctx->bw_parked))
+		b = bw_throttled_above(tctx->cg);
+	if (b < 0) {
+		if (tctx->bw_parked) {
+			tctx->bw_parked = 0;
+			cg_runnable(p, tctx);
+			tctx->eff_w = cg_task_weight(p, tctx);
+			node_runnable(p, tctx, llc_of(scx_bpf_task_cpu(p)));
+		}
+		return false;
+	}
+	if (!tctx->bw_parked) {
+		tctx->bw_parked = 1;
+		node_quiescent(tctx);
+		cg_quiescent(tctx);
+	}
+	path_drop(tctx);
+	stat_inc(STAT_BW_PARK);
+	scx_bpf_dsq_insert(p, park_dsq(b), slice_ns, 0);
+	return true;
+}
+
+/* Whether a cgroup above the task is out of quota (its slice must end). */
+static __always_inline bool bw_throttled(const struct task_ctx *tctx)
+{
+	return bw_nr && tctx->cg_bw && bw_throttled_above(tctx->cg) >= 0;
+}
+
+/* ops.tick: a task whose cgroup ran out stops now. */
+static __always_inline void bw_tick(struct task_struct *p)
+{
+	struct task_ctx *tctx;
+
+	if (!bw_nr)
+		return;
+	tctx = lookup_task_ctx(p);
+	if (tctx && bw_charge(p, tctx, now_ns()))
+		p->scx.slice = 0;
+}
+
+/* Refill each budget whose period ended; release what waited for it. */
+static int bw_refill(void *map, int *key, struct bpf_timer *timer)
+{
+	u64 now = bpf_ktime_get_ns(), n, add;
+	u32 i, hi = bw_hi;
+	struct bw *b;
+	s64 cap, cur;
+
+	bpf_for(i, 0, MAX_BW) {
+		if (i >= hi)
+			break;
+		b = bw_of(i);
+		if (!b || !b->owner || !b->quota || !b->period || now < b->refill_at)
+			continue;
+		n = (now - b->refill_at) / b->period + 1;
+		b->refill_at += n * b->period;
+		cap = (s64)(b->quota + b->burst);
+		cur = READ_ONCE(b->budget);
+		add = n * b->quota;
+		if (cur + (s64)add > cap)
+			add = cap > cur ? cap - cur : 0;
+		cur = __sync_add_and_fetch(&b->budget, add);
+		if (cur > 0 && READ_ONCE(b->throttled)) {
+			WRITE_ONCE(b->throttled, 0);
+			dsq_reenq(park_dsq(i));
+		}
+	}
+	if (READ_ONCE(bw_nr))
+		bpf_timer_start(timer, BW_TIMER_NS, 0);
+	else
+		WRITE_ONCE(bw_timer_on, 0);
+	return 0;
+}
+
+/* ops.init: the park DSQs and the timer (started when a limit is set). */
+static __always_inline s32 bw_init(void)
+{
+	struct bw_timer *t;
+	u32 zero = 0, i;
+	s32 err;
+
+	bpf_for(i, 0, MAX_BW) {
+		err = scx_bpf_create_dsq(park_dsq(i), -1);
+		if (err) {
+			scx_bpf_error("failed to create park DSQ %u: %d", i, err);
+			return err;
+		}
+	}
+	t = bpf_map_lookup_elem(&bw_timers, &zero);
+	if (!t)
+		return -ENOENT;
+	bpf_timer_init(&t->t, &bw_timers, CLOCK_MONOTONIC);
+	bpf_timer_set_callback(&t->t, bw_refill);
+	return 0;
+}
+
+/* Drop @c's limit: its parked tasks go back through ops.enqueue. */
+static __always_inline void bw_drop(struct cg_ctx *c)
+{
+	struct bw *b = bw_of(c->bw);
+	s32 i = c->bw;
+
+	if (!b)
+		return;
+	c->bw = -1;
+	b->quota = 0;
+	b->throttled = 0;
+	b->owner = 0;
+	__sync_fetch_and_add(&bw_nr, -1);
+	__sync_fetch_and_add(&cg_gen, 1);	/* tasks below re-read bw_h */
+	dsq_reenq(park_dsq(i));
+}
+
+/*
+ * cpu.max written (ops.cgroup_set_bandwidth), or found at cgroup_init: a
+ * quota of RUNTIME_INF (all ones) removes the limit.
+ */
+static __always_inline void bw_set(struct cgroup *cgrp, u64 period_us, u64 quota_us, u64 burst_us)
+{
+	s32 slot = cg_own_slot(cgrp), at = -1;
+	struct cg_ctx *c = cg_ctx(slot);
+	struct bw *b;
+	u32 i;
+
+	if (!c)
+		return;
+	if (quota_us == (u64)-1 || !quota_us || !period_us) {
+		bw_drop(c);
+		return;
+	}
+	if (!__COMPAT_has_generic_reenq()) {
+		bw_unsupported = 1;	/* nothing could release parked tasks */
+		return;
+	}
+	b = bw_of(c->bw);
+	if (!b) {
+		bpf_for(i, 0, MAX_BW) {
+			b = bw_of(i);
+			if (b && __sync_bool_compare_and_swap(&b->owner, 0, (u32)slot + 1)) {
+				at = i;
+				break;
+			}
+		}
+		b = bw_of(at);
+		if (!b) {
+			__sync_fetch_and_add(&bw_over, 1);
+			return;
+		}
+		b->budget = (s64)(quota_us * 1000);
+		b->refill_at = bpf_ktime_get_ns() + period_us * 1000;
+		b->throttled = 0;
+		c->bw = at;
+		if (at + 1 > (s32)bw_hi)
+			bw_hi = at + 1;
+		__sync_fetch_and_add(&bw_nr, 1);
+		__sync_fetch_and_add(&cg_gen, 1);	/* tasks below learn bw_h */
+	}
+	b->period = period_us * 1000;
+	b->burst = burst_us == (u64)-1 ? 0 : burst_us * 1000;
+	b->quota = quota_us * 1000;
+	if (b->budget > (s64)(b->quota + b->burst))
+		b->budget = b->quota + b->burst;
+	bw_timer_kick();
+}
+
+/* The cgroup is gone: its limit too. */
+static __always_inline void bw_removed(struct cgroup *cgrp)
+{
+	struct cg_ctx *c = cg_ctx(cg_own_slot(cgrp));
+
+	if (c)
+		bw_drop(c);
+}
+
+#endif /* __NIMBLE_CPU_MAX_BPF_H */
