@@ -190,6 +190,11 @@ impl<'a> Scheduler<'a> {
         // higher class took the CPU), or that such a class preempts, comes
         // back to ops.enqueue (kernel 7.1; 0 before: the flag is left out).
         skel.struct_ops.nimble_ops_mut().flags |= *scx_utils::compat::SCX_OPS_ALWAYS_ENQ_IMMED;
+        // A runnable task that dispatch did not keep (its slice not
+        // refilled) and nothing else to run: the kernel hands it to
+        // ops.enqueue (SCX_ENQ_LAST) instead of running it on. A task of a
+        // cgroup out of cpu.max quota must stop there (cpu_max.bpf.h).
+        skel.struct_ops.nimble_ops_mut().flags |= *scx_utils::compat::SCX_OPS_ENQ_LAST;
         if opts.test_stall_after_ms.is_some() {
             // The watchdog's verdict in seconds, not the usual 30.
             skel.struct_ops.nimble_ops_mut().timeout_ms = 3000;
@@ -439,12 +444,11 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Logs once, when it first happens, that cgroups were made with every
-    /// slot taken (cg_over, src/bpf/cgroup.bpf.h), that a cpu.max found no
-    /// free entry (bw_over, src/bpf/cpu_max.bpf.h), or that the kernel
-    /// cannot release throttled tasks (bw_unsupported).
+    /// slot taken (cg_over, src/bpf/cgroup.bpf.h), or that a cpu.max found
+    /// no free entry (bw_over, src/bpf/cpu_max.bpf.h).
     fn watch_cgroup_slots(&mut self) {
         let bss = self.skel.maps.bss_data.as_ref().unwrap();
-        let (over, bw_over, bw_unsupported) = (bss.cg_over, bss.bw_over, bss.bw_unsupported);
+        let (over, bw_over) = (bss.cg_over, bss.bw_over);
         if over > 0 && !self.cg_over_logged {
             self.cg_over_logged = true;
             warn!(
@@ -452,12 +456,9 @@ impl<'a> Scheduler<'a> {
                 crate::bpf_intf::nimble_limits_MAX_CGROUPS
             );
         }
-        if (bw_over > 0 || bw_unsupported != 0) && !self.bw_over_logged {
+        if bw_over > 0 && !self.bw_over_logged {
             self.bw_over_logged = true;
-            match bw_unsupported {
-                0 => warn!("{bw_over} cgroup cpu.max limit(s) ignored: all 1024 entries are taken"),
-                _ => warn!("cgroup cpu.max ignored: the kernel lacks scx_bpf_dsq_reenq() (7.1)"),
-            }
+            warn!("{bw_over} cgroup cpu.max limit(s) ignored: all 1024 entries are taken");
         }
     }
 

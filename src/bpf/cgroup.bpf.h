@@ -220,6 +220,9 @@ static __always_inline u64 cg_task_weight(struct task_struct *p, struct task_ctx
 	if (!c || c->seq != tctx->cg_seq)
 		return w;
 	g = cg_group_weight(tctx->cg);
+	/* A limit that applies from now on charges from now on (cpu_max.bpf.h). */
+	if (c->bw_h && !tctx->cg_bw)
+		tctx->bw_exec = p->se.sum_exec_runtime;
 	tctx->cg_bw = c->bw_h;
 	k = ctl();
 	if (!k || !k->cgroup_weight)

@@ -130,6 +130,16 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 	/* A CPU-bound task may go to an idle CPU of another node (NUMA rule). */
 	if (why == SWQ_WHY_NONE && push_remote(p, tctx, enq_flags, slice_end))
 		return;
+	/*
+	 * The last runnable task of its CPU, which dispatch let go (a NUMA
+	 * push candidate the push did not take): it runs on there, as the
+	 * kernel would have kept it without SCX_OPS_ENQ_LAST.
+	 */
+	if (enq_flags & SCX_ENQ_LAST) {
+		path_queue(tctx, PATH_LOCAL, 0, STAT_INS_LOCAL);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
+		return;
+	}
 
 	if (swq_enqueue(p, enq_flags, tctx, why))
 		return;
@@ -147,6 +157,12 @@ static __always_inline void run_on(struct task_struct *prev, struct task_ctx *tc
 	scx_bpf_task_set_slice(prev, slice_ns);
 	if (tctx) {
 		count_slices(tctx, tctx->exec + clock_since(now, tctx->run_start));
+		/*
+		 * As ops.stopping would: its cgroup's share, and whether a
+		 * cpu.max set since applies (a loop kept running never stops).
+		 */
+		tctx->eff_w = cg_task_weight(prev, tctx);
+		rq_reweight(tctx, tctx->eff_w);
 		cur_extended(prev, tctx, cpu, now);
 		/* It never stops: look its memory node up and post it here. */
 		if (nr_nodes > 1) {
@@ -219,6 +235,8 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 	if (!tctx || !valid_cpu(cpu))
 		return;
 	tctx->run_start = now_ns();
+	/* cpu.max charges the kernel's run time from here (cpu_max.bpf.h). */
+	tctx->bw_exec = p->se.sum_exec_runtime;
 	tctx->waiting = 0;
 	note_taken(cpu, false);	/* ours again, if another class held it */
 	cpuq_left(tctx);
@@ -290,7 +308,7 @@ void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 	swap_unpost(cpu);
 	now = now_ns();
 	mem_account(p, tctx, cpu, clock_since(now, tctx->run_start));
-	bw_charge(p, tctx, now);
+	bw_charge(p, tctx);
 	deadline_charge(p, tctx, cpu, now);
 	/* Once a slice: follow its cgroup's share and its nice. */
 	tctx->eff_w = cg_task_weight(p, tctx);

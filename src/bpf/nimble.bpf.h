@@ -350,7 +350,7 @@ struct task_ctx {
 	u32 cg_idle;		/* in a cpu.idle cgroup (or below one): as SCHED_IDLE */
 	u32 cg_bw;		/* a cpu.max applies (its cgroup or above): cpu_max.bpf.h */
 	u32 bw_parked;		/* waiting for its cgroup's next period, out of the counts */
-	u64 bw_at;		/* run time charged to cpu.max up to here */
+	u64 bw_exec;		/* its sum_exec_runtime charged to cpu.max so far */
 	s32 cg;			/* its cgroup's slot, -1: the root's */
 	u32 cg_w;		/* weight counted in its cgroup's total, 0: none */
 	u32 cg_seq;		/* its cgroup slot's seq when cg_w was counted */

@@ -9,7 +9,10 @@
 #      stays within the parent's);
 #   2. lim set to 100000 100000 while it runs: 1.0 +- 0.1 CPUs in a window
 #      from 1 s after the change (it takes effect within a second);
-#   3. scx_nimble stays attached (throttled tasks do not starve past the
+#   3. alone: 4 loops in a cgroup with no limit on an otherwise idle
+#      machine (each keeps its CPU: dispatch lets it run on), then cpu.max
+#      100000 100000 written: 1.0 +- 0.1 CPUs from 1 s after;
+#   4. scx_nimble stays attached (throttled tasks do not starve past the
 #      watchdog), parks tasks (bw_park > 0, a sanity check) and exits clean.
 # EEVDF's numbers are logged for the record; the bounds are the issue's.
 . /tests/lib.sh
@@ -19,7 +22,7 @@ WIN=$(by_tier 10 5)
 echo +cpu >$CG/cgroup.subtree_control || fail "cannot enable the cpu controller"
 renice -n -20 -p $$ >/dev/null || fail "renice of the sampling shell failed"
 mkdir -p $CG/lim && echo 1000 >$CG/lim/cpu.weight && echo +cpu >$CG/lim/cgroup.subtree_control &&
-	mkdir -p $CG/lim/own $CG/lim/kid || fail "making the cgroups"
+	mkdir -p $CG/lim/own $CG/lim/kid $CG/solo || fail "making the cgroups"
 
 # snap G...: "uptime usage_usec..." from one awk (a fork per read takes
 # 0.1-0.3 s of this busy TCG guest: reads spread that far skew the window).
@@ -74,22 +77,39 @@ measure() {
 	# shellcheck disable=SC2086
 	kill $LOOPS
 	wait $LOOPS 2>/dev/null
+	LOOPS=
+	for i in 1 2 3 4; do
+		spin nice -n 20
+		echo "$SPAWNED" >"$CG/solo/cgroup.procs" || fail "moving $SPAWNED into solo"
+		LOOPS="$LOOPS $SPAWNED"
+	done
+	sleep 1
+	echo "100000 100000" >$CG/solo/cpu.max || fail "writing solo's cpu.max"
+	sleep 1
+	set -- $(cpus 3 solo)
+	SOLO=$1
+	echo max >$CG/solo/cpu.max
+	log "$label: 4 loops alone, cpu.max 1.0 set while they ran: $SOLO CPUs from 1 s after"
+	# shellcheck disable=SC2086
+	kill $LOOPS
+	wait $LOOPS 2>/dev/null
 }
 
 start_sched --stats 1
 measure nimble
-n_lim=$LIM n_kid=$KID n_late=$LATE
+n_lim=$LIM n_kid=$KID n_late=$LATE n_solo=$SOLO
 assert_attached "after the cpu.max loops"
 next_stats
 parked=$(stat_now bw_park)
 stop_and_check
 measure eevdf
-log "EEVDF: lim $LIM kid $KID, after the change $LATE"
+log "EEVDF: lim $LIM kid $KID, after the change $LATE, alone $SOLO"
 
 FAILED=
 within "$n_lim" 1.9 2.1 || FAILED="$FAILED; lim got $n_lim CPUs under cpu.max 200000 100000 (2.0 +- 0.1; EEVDF $LIM)"
 within "$n_kid" 0.45 0.55 || FAILED="$FAILED; kid got $n_kid CPUs under cpu.max 50000 100000 (0.5 +- 0.05; EEVDF $KID)"
 within "$n_late" 0.9 1.1 || FAILED="$FAILED; lim got $n_late CPUs from 1 s after its cpu.max went to 100000 100000 (1.0 +- 0.1; EEVDF $LATE)"
+within "$n_solo" 0.9 1.1 || FAILED="$FAILED; 4 loops alone got $n_solo CPUs from 1 s after their cgroup's cpu.max went to 100000 100000 (1.0 +- 0.1; EEVDF $SOLO)"
 [ "${parked:-0}" -gt 0 ] || FAILED="$FAILED; no task was ever parked (bw_park=$parked)"
 [ -z "$FAILED" ] || fail "${FAILED#; }"
-pass "cpu.max: lim $n_lim CPUs (2.0), kid $n_kid (0.5), $n_late after a live change to 1.0 (EEVDF $LIM, $KID, $LATE); bw_park=$parked"
+pass "cpu.max: lim $n_lim CPUs (2.0), kid $n_kid (0.5), $n_late after a live change to 1.0, alone $n_solo (1.0) (EEVDF $LIM, $KID, $LATE, $SOLO); bw_park=$parked"
