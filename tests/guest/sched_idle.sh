@@ -29,6 +29,26 @@ N=$(nr_cpus)
 
 sched_idle_task() { [ "$(proc_field "$1" 41)" = 5 ]; }
 
+# idle_share LABEL FILE WHAT: the CPU time (schedstat) over SECS s of the
+# loops in IDLE and of all of them (IDLE and OTHER), appended to FILE as
+# "LABEL idle_ns all_ns"; then the loops are killed.
+idle_share() {
+	# shellcheck disable=SC2086
+	r0=$(cat $(for p in $IDLE $OTHER; do echo /proc/$p/schedstat; done) | awk '{ print $1 }' | tr '\n' ' ')
+	sleep "$SECS"
+	# shellcheck disable=SC2086
+	r1=$(cat $(for p in $IDLE $OTHER; do echo /proc/$p/schedstat; done) | awk '{ print $1 }' | tr '\n' ' ')
+	# shellcheck disable=SC2086
+	kill $IDLE $OTHER
+	# shellcheck disable=SC2086
+	wait $IDLE $OTHER 2>/dev/null
+	# shellcheck disable=SC2086
+	echo "$1 $(echo $IDLE | wc -w) $(echo $IDLE $OTHER | wc -w) $r0 | $r1" |
+		awk '{ n = $2; k = $3; for (i = 1; i <= k; i++) { d = $(4 + k + i) - $(3 + i); if (i <= n) idle += d; all += d }
+			printf "%s %.0f %.0f\n", $1, idle, all }' >>"$2"
+	log "$1: $3 $(tail -n 1 "$2" | awk '{ printf "%.3f %% of the loops CPU time", 100 * $2 / $3 }')"
+}
+
 # share LABEL: appends "LABEL idle_ns all_ns" to /tmp/share.res.
 share() {
 	IDLE= OTHER=
@@ -43,17 +63,7 @@ share() {
 	for p in $IDLE; do
 		wait_until 100 "loop $p is not SCHED_IDLE after 10 s: policy $(proc_field "$p" 41)" sched_idle_task "$p"
 	done
-	# shellcheck disable=SC2086
-	r0=$(cat $(for p in $IDLE $OTHER; do echo /proc/$p/schedstat; done) | awk '{ print $1 }' | tr '\n' ' ')
-	sleep "$SECS"
-	# shellcheck disable=SC2086
-	r1=$(cat $(for p in $IDLE $OTHER; do echo /proc/$p/schedstat; done) | awk '{ print $1 }' | tr '\n' ' ')
-	# shellcheck disable=SC2086
-	kill $IDLE $OTHER
-	wait $IDLE $OTHER 2>/dev/null
-	echo "$1 $N $r0 | $r1" | awk '{ n = $2; k = 3 * n; for (i = 1; i <= k; i++) { d = $(3 + k + i) - $(2 + i); if (i <= n) idle += d; all += d }
-		printf "%s %.0f %.0f\n", $1, idle, all }' >>/tmp/share.res
-	log "$1: SCHED_IDLE loops $(tail -n 1 /tmp/share.res | awk '{ printf "%.3f %% of the loops CPU time", 100 * $2 / $3 }')"
+	idle_share "$1" /tmp/share.res "SCHED_IDLE loops"
 }
 
 # cg_share LABEL: appends "LABEL idle_ns all_ns" to /tmp/cgshare.res: N loops
@@ -66,17 +76,7 @@ cg_share() {
 		spin; OTHER="$OTHER $SPAWNED"
 	done
 	sleep 1
-	# shellcheck disable=SC2086
-	r0=$(cat $(for p in $IDLE $OTHER; do echo /proc/$p/schedstat; done) | awk '{ print $1 }' | tr '\n' ' ')
-	sleep "$SECS"
-	# shellcheck disable=SC2086
-	r1=$(cat $(for p in $IDLE $OTHER; do echo /proc/$p/schedstat; done) | awk '{ print $1 }' | tr '\n' ' ')
-	# shellcheck disable=SC2086
-	kill $IDLE $OTHER
-	wait $IDLE $OTHER 2>/dev/null
-	echo "$1 $N $r0 | $r1" | awk '{ n = $2; k = 2 * n; for (i = 1; i <= k; i++) { d = $(3 + k + i) - $(2 + i); if (i <= n) idle += d; all += d }
-		printf "%s %.0f %.0f\n", $1, idle, all }' >>/tmp/cgshare.res
-	log "$1: cpu.idle cgroup's loops $(tail -n 1 /tmp/cgshare.res | awk '{ printf "%.3f %% of the loops CPU time", 100 * $2 / $3 }')"
+	idle_share "$1" /tmp/cgshare.res "cpu.idle cgroup's loops"
 }
 
 # wakeups LABEL: appends "LABEL p99_us max_us" of each sleeper to /tmp/wake.res.
