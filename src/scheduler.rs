@@ -458,7 +458,10 @@ impl<'a> Scheduler<'a> {
         }
         if bw_over > 0 && !self.bw_over_logged {
             self.bw_over_logged = true;
-            warn!("{bw_over} cgroup cpu.max limit(s) ignored: all 1024 entries are taken");
+            warn!(
+                "{bw_over} cgroup cpu.max limit(s) ignored: all {} entries are taken",
+                crate::bpf_intf::nimble_limits_MAX_BW
+            );
         }
     }
 

@@ -170,9 +170,7 @@ static __always_inline u64 cg_group_weight(s32 slot)
 	u64 gen = cg_gen, g;
 	s64 t;
 	s32 up;
-	u32 i;
-
-	u32 idle, bw;
+	u32 i, idle, bw;
 
 	if (!c)
 		return NICE0_WEIGHT;

@@ -32,13 +32,6 @@
 #include "numa.bpf.h"
 #include "cgroup.bpf.h"
 
-/*
- * Cgroups with a finite cpu.max at once. More get no limit (counted:
- * bw_over, logged by userspace); a container host limits its pods and
- * containers, some hundreds.
- */
-#define MAX_BW		1024
-
 /* Park DSQs: above the per-CPU queues (CPU_DSQ_BASE + cpu). */
 #define PARK_DSQ_BASE	(1ULL << 24)
 
@@ -62,7 +55,7 @@ struct bw {
 struct bw bws[MAX_BW];
 u32 bw_nr;		/* entries in use */
 u32 bw_hi;		/* highest entry in use + 1: the timer looks below it */
-s64 bw_over;		/* cgroups whose cpu.max found no free entry, now */
+s64 bw_over;		/* cpu.max writes that found no free entry, since load */
 u32 bw_timer_on;
 
 struct bw_timer {

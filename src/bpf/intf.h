@@ -28,6 +28,12 @@ enum nimble_limits {
 	WEIGHT_SHIFT	= 6,
 	/* Processes whose memory node userspace tracks (mem_nodes, src/memloc/). */
 	MAX_MEM_PROCS	= 4096,
+	/*
+	 * Cgroups with a finite cpu.max at once (cpu_max.bpf.h). More get no
+	 * limit (counted: bw_over, logged by userspace); a container host
+	 * limits its pods and containers, some hundreds.
+	 */
+	MAX_BW		= 1024,
 };
 
 /*
