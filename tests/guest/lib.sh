@@ -215,6 +215,32 @@ sample_stat_files() {
 		} }'
 }
 
+# migrations_begin PID...: record every migration of these tasks from now
+# on, from the kernel's sched_migrate_task tracepoint (exact where sampling
+# /proc/PID/stat every 0.1 s can miss a task that moved twice between two
+# samples). migrations_end prints them, "pid from_node to_node" a line, in
+# order, and stops recording.
+TRACE=/sys/kernel/tracing
+migrations_begin() {
+	[ -w "$TRACE/events/sched/sched_migrate_task/enable" ] || fail "no tracefs at $TRACE"
+	filter=
+	for pid in "$@"; do filter="${filter:+$filter || }pid == $pid"; done
+	echo 0 >"$TRACE/tracing_on"
+	echo >"$TRACE/trace"
+	echo "$filter" >"$TRACE/events/sched/sched_migrate_task/filter"
+	echo 1 >"$TRACE/events/sched/sched_migrate_task/enable"
+	echo 1 >"$TRACE/tracing_on"
+}
+migrations_end() {
+	echo 0 >"$TRACE/events/sched/sched_migrate_task/enable"
+	echo 0 >"$TRACE/events/sched/sched_migrate_task/filter"
+	grep -o 'pid=[0-9]* .*orig_cpu=[0-9]* dest_cpu=[0-9]*' "$TRACE/trace" |
+		awk -v map="$CPU_NODES" 'BEGIN { split(map, m, " ") }
+		{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		  print v["pid"], m[v["orig_cpu"] + 1], m[v["dest_cpu"] + 1] }'
+	echo >"$TRACE/trace"
+}
+
 # node_histogram PID...: "c0 c1 ..." threads per node, every node listed.
 node_histogram() {
 	task_nodes "$@" | awk -v n="$(nr_nodes)" '{ c[$1]++ }
