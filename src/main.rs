@@ -14,6 +14,7 @@ mod preflight;
 mod scheduler;
 mod stats;
 mod tui;
+mod verifier;
 
 // The machine model, the thresholds and the shared helpers (src/lib.rs).
 use scx_nimble::{bpf_intf, cli_line, hist, topology};

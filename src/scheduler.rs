@@ -12,6 +12,7 @@ use crate::topology::sysfs::SysTopo;
 use crate::topology::{self, thresholds, Layout};
 use anyhow::{bail, Context, Result};
 use crossbeam::channel::TryRecvError;
+use libbpf_rs::skel::Skel as _;
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{debug, info, warn};
 use scx_nimble::memloc;
@@ -153,6 +154,7 @@ impl<'a> Scheduler<'a> {
         // of this load missing it. (A CPU going offline moves the sequence
         // first, so a load in that window may still see it: the kernel's
         // unload on hotplug covers what follows.)
+        let t_start = Instant::now();
         let hotplug_seq = read_hotplug_seq()?;
         // One read of sysfs: the layout and the thresholds both derive from it.
         let sys = SysTopo::read(Path::new("/sys")).context("reading the CPU topology")?;
@@ -265,7 +267,9 @@ impl<'a> Scheduler<'a> {
             }
         }
 
+        let t_open = Instant::now();
         let mut skel = scx_ops_load!(skel, nimble_ops, uei)?;
+        let t_load = Instant::now();
         let thresholds = write_thresholds(&skel, opts, &th)?;
         let ctl = controls.unwrap_or(Ctl {
             numa_rule: opts.numa_rule,
@@ -275,7 +279,23 @@ impl<'a> Scheduler<'a> {
             mem_locality: !opts.no_mem_locality,
         });
         ctl::write(&skel.maps.nimble_ctl, ctl)?;
+        let t_attach = Instant::now();
         let link = scx_ops_attach!(skel, nimble_ops)?;
+        // What a reload after hotplug costs, and where (the verifier's
+        // share grows with the code, ops.init's with the CPU count).
+        let init_ns = skel.maps.bss_data.as_ref().map_or(0, |b| b.init_ns);
+        info!(
+            "load times: topology and open {} ms, BPF load (verifier) {} ms, attach {} ms (ops.init {} ms)",
+            (t_open - t_start).as_millis(),
+            (t_load - t_open).as_millis(),
+            t_attach.elapsed().as_millis(),
+            init_ns / 1_000_000
+        );
+        let progs = crate::verifier::verified_insns(skel.object());
+        info!("verifier: {}", crate::verifier::summary(&progs));
+        for (name, n) in &progs {
+            debug!("verified_insns {name} {n}");
+        }
         info!("scheduler attached: {}", ctl.describe());
         // After attach: a refused second instance must not take the socket.
         let stats_server = stats::launch_server()?;

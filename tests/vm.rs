@@ -381,6 +381,7 @@ vm_cases! {
     n2l4_pinned_pingpong_pairs_progress: "n2l4", "pingpong.sh", Backports, script_only;
     n2l4_stats_monitor_json_and_tui: "n2l4", "stats.sh", Backports, stats_json_sums;
     n2l4_topology_matches_kernel: "n2l4", "topology.sh", Backports, topology_matches_kernel;
+    n2l4_verifier_budget_load_times: "n2l4", "verifier.sh", Backports, script_only;
     n2l4_thresholds_in_map: "n2l4", "thresholds.sh", FullOnly, thresholds_in_map;
     n2l4_soak_10min_churn: "n2l4", "soak.sh", FullOnly, script_only;
     n4_attach_load: "n4", "attach_load.sh", FullOnly, script_only;
@@ -397,6 +398,10 @@ vm_cases! {
     l2_swq_pinned_and_remote_llc_tasks_run: "l2", "swq_pinned.sh", Backports, script_only;
     l2_swq_affinity_pulls_only_allowed: "l2", "swq_affinity.sh", Backports, script_only;
     l2_topology_matches_kernel: "l2", "topology.sh", Backports, topology_matches_kernel;
+    big_64cpus_verifier_load_and_exit: "big", "verifier.sh", FullOnly, script_only;
+    big_64cpus_topology_matches_kernel: "big", "topology.sh", FullOnly, topology_matches_kernel;
+    big_64cpus_thresholds_in_map: "big", "thresholds.sh", FullOnly, thresholds_in_map;
+    limits_128cpus_32nodes_64llcs_verifier_load_and_exit: "limits", "verifier.sh", FullOnly, script_only;
 }
 
 /// A /proc/schedstat cpumask ("00000000,000000ff") as a sorted CPU list.
@@ -506,10 +511,14 @@ fn topology_matches_kernel(topo: &str, out: &str) {
 ///   NUMA(8): 2 * 8/8 = 2.
 /// - n4 (nodes of 1 LLC x 2 CPUs, SLIT 20 within pairs, 40 across): PKG:
 ///   1 LLC, 2/8 -> 1, imb_span 4; NUMA(4): 1 * 4/4 = 1; NUMA(8): 1 * 8/4 = 2.
+/// - big (nodes of 2 LLCs x 4 CPUs, SLIT 20 within groups of 4 nodes, 30
+///   across): PKG: 2 LLCs, imb 2, imb_span 32; NUMA(32): 2 * 32/32 = 2;
+///   NUMA(64): 2 * 64/32 = 4.
 fn kernel_thresholds(topo: &str) -> Vec<(u64, usize)> {
     match topo {
         "n2l4" => vec![(2, 8)],
         "n4" => vec![(1, 4), (2, 8)],
+        "big" => vec![(2, 32), (4, 64)],
         _ => panic!("no hand-derived thresholds for {topo}"),
     }
 }

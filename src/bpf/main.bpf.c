@@ -440,7 +440,9 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(nimble_init)
 	err = bw_init();
 	if (err)
 		return err;
-	return create_swqs();
+	err = create_swqs();
+	init_ns = bpf_ktime_get_ns() - loaded_at_ns;
+	return err;
 }
 
 void BPF_STRUCT_OPS(nimble_exit, struct scx_exit_info *ei)

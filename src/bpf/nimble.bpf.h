@@ -123,6 +123,8 @@ const volatile u64 test_error_after_ns;
  */
 const volatile u64 test_stall_after_ns;
 u64 loaded_at_ns;
+/* How long ops.init took (userspace logs it beside the attach time). */
+u64 init_ns;
 
 /* A test fault set to @after_ns (0: none) is due: that long since ops.init. */
 static __always_inline bool test_fault_due(u64 after_ns)

@@ -70,7 +70,9 @@ state_disabled() { [ "$(sched_state)" = disabled ]; }
 start_sched() {
 	scx_nimble --stats-format line "$@" >"$SCHED_OUT" 2>"$SCHED_ERR" &
 	SCHED_PID=$!
-	wait_until 600 "scx_nimble did not attach within 60 s" alive_and_attached
+	# 60 s, and 2 s more per CPU: under TCG the load of the limits
+	# topology (128 vCPUs) takes about 100 s.
+	wait_until $((600 + 20 * $(nr_cpus))) "scx_nimble did not attach within $((60 + 2 * $(nr_cpus))) s" alive_and_attached
 	for t in /proc/"$SCHED_PID"/task/*; do renice 0 -p "${t##*/}" >/dev/null; done
 	log "attached: $(sched_ops)"
 }
