@@ -139,6 +139,25 @@ fn write_thresholds(
     Ok(out)
 }
 
+/// Runs `f` in this thread at nice -20, then back at its own nice. The
+/// verifier works in the loading thread, and a reload after a CPU hotplug
+/// runs while the kernel's fair class shares the CPUs with the machine's
+/// load: under stress-ng on n2l4 (TCG) the reload's BPF load took 56.7 s at
+/// nice 0 against 8.7 s idle. Without CAP_SYS_NICE the nice stays as it was.
+fn at_top_nice<T>(f: impl FnOnce() -> T) -> T {
+    // PRIO_PROCESS with who = 0 is the calling thread on Linux.
+    // SAFETY: plain syscalls on this thread's own priority.
+    let before = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    // SAFETY: as above.
+    let raised = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -20) } == 0;
+    let out = f();
+    if raised {
+        // SAFETY: as above.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, before) };
+    }
+    out
+}
+
 impl<'a> Scheduler<'a> {
     /// Loads and attaches. `controls`: the live controls of the instance
     /// this one replaces after a hotplug reload (`tune` changes survive);
@@ -268,7 +287,7 @@ impl<'a> Scheduler<'a> {
         }
 
         let t_open = Instant::now();
-        let mut skel = scx_ops_load!(skel, nimble_ops, uei)?;
+        let mut skel = at_top_nice(|| scx_ops_load!(skel, nimble_ops, uei))?;
         let t_load = Instant::now();
         let thresholds = write_thresholds(&skel, opts, &th)?;
         let ctl = controls.unwrap_or(Ctl {
