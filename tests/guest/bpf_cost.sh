@@ -30,9 +30,12 @@ load() {
 		load_tbench
 		return
 	fi
-	hackbench -g 4 -l 50 >/dev/null 2>&1
+	# The same load per CPU on every topology (issue 37: cost at 8 and 64
+	# vCPUs): a hackbench group and a pipe pair per two CPUs (8 CPUs: 4).
+	half=$(($(nr_cpus) / 2))
+	hackbench -g "$half" -l 50 >/dev/null 2>&1
 	pids=
-	for i in 1 2 3; do
+	for i in $(seq 2 "$half"); do
 		perf bench sched pipe -l 3000 >/dev/null 2>&1 &
 		pids="$pids $!"
 	done
