@@ -6,22 +6,24 @@
 //! past 1 000 000. Logged at load; tests/guest/verifier.sh holds budgets.
 
 use libbpf_rs::{libbpf_sys, AsRawLibbpf, Object};
-use std::os::fd::{AsFd, AsRawFd};
 
 /// (program name, verified instructions) of every loaded program, largest
 /// first.
 pub fn verified_insns(obj: &Object) -> Vec<(String, u32)> {
     let mut out: Vec<(String, u32)> = obj
         .progs()
-        .filter(|p| unsafe { libbpf_sys::bpf_program__fd(p.as_libbpf_object().as_ptr()) } >= 0)
         .filter_map(|p| {
+            // SAFETY: the program belongs to the live object `obj`; a
+            // program that was not loaded has no fd (-1) and is skipped.
+            let fd = unsafe { libbpf_sys::bpf_program__fd(p.as_libbpf_object().as_ptr()) };
+            if fd < 0 {
+                return None;
+            }
             let mut info = libbpf_sys::bpf_prog_info::default();
             let mut len = std::mem::size_of_val(&info) as u32;
             // SAFETY: `info` is a plain C struct of `len` bytes and asks for
             // no arrays, so the kernel writes nothing outside it.
-            let rc = unsafe {
-                libbpf_sys::bpf_prog_get_info_by_fd(p.as_fd().as_raw_fd(), &mut info, &mut len)
-            };
+            let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
             (rc == 0).then(|| (p.name().to_string_lossy().into_owned(), info.verified_insns))
         })
         .collect();

@@ -37,11 +37,11 @@ running_on() {
 echo 0 >/sys/devices/system/cpu/cpu$A/online || fail "could not offline CPU $A"
 echo 0 >/sys/devices/system/cpu/cpu$B/online || fail "could not offline CPU $B"
 wait_until 600 "not running on $((N - 2)) CPUs within 60 s of the offline" running_on $((N - 2))
-log "reloaded with CPUs $B and $A offline ($(grep -c 'scheduler attached' "$SCHED_ERR") attaches; $(grep 'load times:' "$SCHED_ERR" | tail -n 1 | sed 's/.*load times: //'))"
+log "reloaded with CPUs $B and $A offline ($(grep -c 'scheduler attached' "$SCHED_ERR") attaches; $(last_load_times))"
 echo 1 >/sys/devices/system/cpu/cpu$A/online || fail "could not online CPU $A"
 echo 1 >/sys/devices/system/cpu/cpu$B/online || fail "could not online CPU $B"
 wait_until 600 "not running on $N CPUs within 60 s of the online" running_on "$N"
-log "reloaded with CPUs $B and $A back online ($(grep -c 'scheduler attached' "$SCHED_ERR") attaches; $(grep 'load times:' "$SCHED_ERR" | tail -n 1 | sed 's/.*load times: //'))"
+log "reloaded with CPUs $B and $A back online ($(grep -c 'scheduler attached' "$SCHED_ERR") attaches; $(last_load_times))"
 assert_attached "after hotplug"
 # From outside: the CPUs that came back run tasks again.
 busy_everywhere "after CPUs $B and $A came back"

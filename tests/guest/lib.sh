@@ -77,6 +77,10 @@ start_sched() {
 	log "attached: $(sched_ops)"
 }
 
+# last_load_times: the latest (re)load's "load times:" line, without its
+# prefix ("topology and open X ms, BPF load (verifier) Y ms, ...").
+last_load_times() { grep -h 'load times:' "$SCHED_ERR" | tail -n 1 | sed 's/.*load times: //'; }
+
 # stop_sched: Ctrl-C, expect exit 0 and sched_ext disabled.
 stop_sched() {
 	kill -INT "$SCHED_PID"
