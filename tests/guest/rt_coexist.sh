@@ -26,10 +26,10 @@ SECS=$(by_tier 20 6)
 # Interleaved rounds; CI runs one of each to keep the suite under 30 min.
 ROUNDS=$(by_tier 2 1)
 RT_DEFAULT=$(cat /proc/sys/kernel/sched_rt_runtime_us)
-SERVER=/sys/kernel/debug/sched/ext_server/cpu0/period
-[ -r $SERVER ] || fail "no $SERVER (the kernel's ext dl_server)"
-STRAND_US=$(($(cat $SERVER) / 2000))
-log "ext dl_server: period $(($(cat $SERVER) / 1000000)) ms, runtime $(($(cat ${SERVER%period}runtime) / 1000000)) ms"
+SERVER=/sys/kernel/debug/sched/ext_server/cpu0
+PERIOD_NS=$(cat $SERVER/period) || fail "no $SERVER (the kernel's ext dl_server)"
+STRAND_US=$((PERIOD_NS / 2000))
+log "ext dl_server: period $((PERIOD_NS / 1000000)) ms, runtime $(($(cat $SERVER/runtime) / 1000000)) ms"
 trap 'echo "$RT_DEFAULT" >/proc/sys/kernel/sched_rt_runtime_us' EXIT
 
 # one LABEL: a run; appends "LABEL rounds max_us" per sleeper to /tmp/rt.res.
