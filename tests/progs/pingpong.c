@@ -6,7 +6,11 @@
  * semaphore `go` and waits on `done`; the worker waits on `go`, works, and
  * posts `done`. The "long" pair's worker spins 10 ms of CPU time per round;
  * the "short" pair's spins 0.1 ms, then sleeps 9.9 ms. Every thread is
- * limited to --cpus (or --cpus-long / --cpus-short per pair).
+ * limited to --cpus (or --cpus-long / --cpus-short per pair). With --split,
+ * each pair's driver is bound to the first CPU of its list and its worker
+ * to the last: every post then wakes a thread on another CPU, mostly an
+ * idle one (pingpong.sh measures there what such a wakeup costs, under
+ * TCG the host's scheduling of a halted vCPU's thread).
  *
  * What it prints is what the threads saw, and the kernel's accounting of
  * them: rounds and rounds per second per pair; the wake latency of each
@@ -17,7 +21,7 @@
  * parent stops the run after --secs whatever the pairs do.
  *
  *   nimble-pingpong [--secs S] [--cpus LIST | --cpus-long LIST --cpus-short LIST]
- *                   [--spin-wait-us US]
+ *                   [--spin-wait-us US] [--split]
  *
  * --spin-wait-us: a waiter spins that long on the semaphore before it
  * sleeps on the futex (adaptive spinning, as many lock libraries do).
@@ -60,6 +64,7 @@ struct pair {
 	const char *name;
 	uint64_t spin_ns, sleep_ns;
 	cpu_set_t cpus;
+	cpu_set_t thread_cpus[2];	/* driver, worker: cpus, or one CPU each (--split) */
 	/* shared with the parent (MAP_SHARED) */
 	atomic_int tid[2];		/* driver, worker */
 	_Atomic uint64_t rounds;
@@ -135,7 +140,7 @@ static void *worker(void *arg)
 	uint64_t t0;
 
 	atomic_store(&p->tid[1], (int)syscall(SYS_gettid));
-	sched_setaffinity(0, sizeof(p->cpus), &p->cpus);
+	sched_setaffinity(0, sizeof(p->thread_cpus[1]), &p->thread_cpus[1]);
 	while (!atomic_load(stop)) {
 		uint64_t lat = sem_wait(&p->go);
 
@@ -162,11 +167,13 @@ static void run_pair(struct pair *p)
 	uint64_t t0, dt;
 
 	atomic_store(&p->tid[0], (int)syscall(SYS_gettid));
+	/* The worker inherits this mask until it sets its own. */
 	sched_setaffinity(0, sizeof(p->cpus), &p->cpus);
 	if (pthread_create(&w, NULL, worker, p)) {
 		perror("pthread_create");
 		exit(1);
 	}
+	sched_setaffinity(0, sizeof(p->thread_cpus[0]), &p->thread_cpus[0]);
 	while (!atomic_load(stop)) {
 		t0 = now_ns();
 		sem_post(&p->go);
@@ -191,7 +198,7 @@ static int cmp_u32(const void *a, const void *b)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: nimble-pingpong [--secs S] [--cpus LIST | --cpus-long LIST --cpus-short LIST] [--spin-wait-us US]\n");
+	fprintf(stderr, "usage: nimble-pingpong [--secs S] [--cpus LIST | --cpus-long LIST --cpus-short LIST] [--spin-wait-us US] [--split]\n");
 	exit(2);
 }
 
@@ -203,9 +210,14 @@ int main(int argc, char **argv)
 	struct pair *pairs;
 	pid_t pid[2];
 	double secs = 10;
+	bool split = false;
 	int i, k;
 
 	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--split")) {
+			split = true;
+			continue;
+		}
 		if (i + 1 >= argc)
 			usage();
 		if (!strcmp(argv[i], "--secs"))
@@ -239,6 +251,29 @@ int main(int argc, char **argv)
 	    parse_cpus(cs ? cs : all, &pairs[1].cpus)) {
 		fprintf(stderr, "nimble-pingpong: bad CPU list\n");
 		return 2;
+	}
+	for (k = 0; k < 2; k++) {
+		struct pair *p = &pairs[k];
+		int first = -1, last = -1;
+
+		p->thread_cpus[0] = p->thread_cpus[1] = p->cpus;
+		if (!split)
+			continue;
+		for (i = 0; i < CPU_SETSIZE; i++) {
+			if (!CPU_ISSET(i, &p->cpus))
+				continue;
+			if (first < 0)
+				first = i;
+			last = i;
+		}
+		if (first == last) {
+			fprintf(stderr, "nimble-pingpong: --split needs two CPUs per pair\n");
+			return 2;
+		}
+		CPU_ZERO(&p->thread_cpus[0]);
+		CPU_SET(first, &p->thread_cpus[0]);
+		CPU_ZERO(&p->thread_cpus[1]);
+		CPU_SET(last, &p->thread_cpus[1]);
 	}
 	for (k = 0; k < 2; k++) {
 		pid[k] = fork();
