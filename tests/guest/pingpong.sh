@@ -7,9 +7,10 @@
 # A fourth, "split" (every thread bound to a CPU of its own, CPUs 0-3, so
 # every post wakes a thread on another, mostly idle, CPU), measures the
 # boot's level of remote wakeups (below); scx_nimble's numbers there are
-# logged, not bounded: it makes 0.7x EEVDF's short-pair rounds there, p99
-# 6-7 ms against 0.3-1.8 (the waker spins while its wakee is still leaving
-# its CPU: sched_ext keeps the ttwu wakelist off; issue 35, docs/lab.md).
+# logged, not bounded: it makes 0.70-0.80x EEVDF's short-pair rounds there,
+# p99 6-8 ms against 0.2-2.0 (the waker spins while its wakee is still
+# leaving its CPU: sched_ext keeps the ttwu wakelist off; issue 35,
+# docs/lab.md).
 # Each placement must give, under scx_nimble, over the rounds:
 #   - each pair at least 0.8x its rounds per second under EEVDF (the issue
 #     asked for half; the old core made 0.64-0.66x on CPU 0, the fix 0.96-1.0x);
