@@ -207,7 +207,8 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 }
 
 /*
- * Help for waiters (the swq's, those behind a CPU another class holds);
+ * Help for waiters (the swq's, the own queue's first if the running task's
+ * protected part is over, those behind a CPU another class holds);
  * NUMA: node load averages and cross-node help.
  */
 void BPF_STRUCT_OPS(nimble_tick, struct task_struct *p)
@@ -218,6 +219,7 @@ void BPF_STRUCT_OPS(nimble_tick, struct task_struct *p)
 		scx_bpf_error("test error injected by --test-error-after-ms");
 	bw_tick(p);
 	swq_kick_waiters(cpu);
+	tick_preempt(cpu);
 	rescue_taken(cpu);
 	if (valid_cpu(cpu))
 		llc_load_tick(cpu);

@@ -8,7 +8,9 @@
  * no idle CPU. The decision is wakeup_preempts() in rules.h (EEVDF's
  * wakeup_preempt_fair(): eligible, earlier deadline, past the running
  * task's protected part; SCHED_IDLE always loses to other classes), the
- * same function the host tests call.
+ * same function the host tests call. A wakeup refused while the running
+ * task was protected is asked again at each of that CPU's ticks
+ * (tick_preempt(), the head of its own queue), as EEVDF does.
  *
  * Why the first attempt (a fixed 1 ms deadline gap, no protection) made
  * hackbench 2-4x slower: under overload its tasks never sleep for 8
@@ -129,6 +131,27 @@ static __always_inline bool maybe_preempt(struct task_struct *p, struct task_ctx
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	stat_inc(STAT_PREEMPT);
 	return true;
+}
+
+/*
+ * From @cpu's tick: the first task waiting on @cpu's own queue takes the
+ * CPU if the rule says so now. A wakeup that arrived while the running task
+ * was inside its protected part was refused then, and nothing looked again
+ * until the running task's slice ended: a futex wakee waited 5-9 ms behind
+ * a 10 ms loop that had just started (pinned ping-pong pairs on two CPUs).
+ * EEVDF looks again at every tick (update_curr()); so does this.
+ */
+static __always_inline void tick_preempt(s32 cpu)
+{
+	struct task_struct *head;
+	struct task_ctx *htctx;
+
+	if (!wake_preempt || !cpu_queues || !valid_cpu(cpu))
+		return;
+	head = __COMPAT_scx_bpf_dsq_peek(cpu_dsq(cpu));
+	if (!head || !(htctx = lookup_task_ctx(head)))
+		return;
+	maybe_preempt(head, htctx, cpu, head->scx.dsq_vtime);
 }
 
 /* @cpu runs a SCHED_IDLE task and nothing waits on its own queue. */
