@@ -30,7 +30,7 @@
 #     takes the idle CPU, and its longest wakeups there were such remote
 #     ones (1-6 ms, EEVDF's own 0.3-2 ms; a CI run: 8.1 ms against an EEVDF
 #     boot level of 3.0 ms without the split placement; EEVDF's split
-#     longest: 0.6-5.1 ms over ten runs);
+#     longest: 0.6-7.2 ms over the runs of 2026-12-05);
 # and the scheduler must stay attached with a clean kernel log. Before the
 # fix the short pair on one CPU waited behind the long worker's whole 5 ms
 # slices: with the old core as /bin/scx_nimble this script fails there

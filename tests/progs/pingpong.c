@@ -168,12 +168,11 @@ static void run_pair(struct pair *p)
 
 	atomic_store(&p->tid[0], (int)syscall(SYS_gettid));
 	/* The worker inherits this mask until it sets its own. */
-	sched_setaffinity(0, sizeof(p->cpus), &p->cpus);
+	sched_setaffinity(0, sizeof(p->thread_cpus[0]), &p->thread_cpus[0]);
 	if (pthread_create(&w, NULL, worker, p)) {
 		perror("pthread_create");
 		exit(1);
 	}
-	sched_setaffinity(0, sizeof(p->thread_cpus[0]), &p->thread_cpus[0]);
 	while (!atomic_load(stop)) {
 		t0 = now_ns();
 		sem_post(&p->go);
