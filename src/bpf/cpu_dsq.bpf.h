@@ -48,15 +48,37 @@ static __always_inline u64 cpu_dsq(s32 cpu)
 struct llc_bits llc_cpuq[MAX_LLCS];
 
 /*
- * @cpu's queue was seen empty: clear its bit, then look again, so an
- * insert racing with the clear keeps its bit.
+ * Per CPU: the tasks counted on its own queue, from cpuq_insert() until
+ * they run or leave (cpuq_left()); one cache line each. A bit is cleared
+ * only while this is 0, not by the queue's length: an insert from
+ * ops.enqueue lands in the DSQ after enqueue returns, so a thief that saw
+ * the queue empty in between cleared the bit of a task then queued, and
+ * no other CPU looked there again. The pinned ping-pong pairs on CPUs 1-2
+ * waited 4-11 ms that way, the other CPU idle (bpf_printk: its dispatch
+ * went idle with the queue holding 1 task, bit 0).
+ */
+struct cpuq_count {
+	s64 n;
+	u64 pad[7];
+};
+struct cpuq_count cpuq_count[MAX_CPUS];
+
+static __always_inline s64 *cpuq_nr_of(s32 cpu)
+{
+	barrier_var(cpu);
+	return &cpuq_count[cpu & (MAX_CPUS - 1)].n;
+}
+
+/*
+ * @cpu's queue was seen empty: clear its bit, then look at its count (both
+ * sides use atomics, so an insert counted before the clear keeps its bit).
  */
 static __always_inline void cpuq_bit_clear(s32 cpu)
 {
 	struct llc_bits *b = &llc_cpuq[llc_idx(llc_of(cpu))];
 
 	llc_bit_put(b, cpu, false);
-	if (scx_bpf_dsq_nr_queued(cpu_dsq(cpu)) > 0)
+	if (READ_ONCE(*cpuq_nr_of(cpu)) > 0)
 		llc_bit_put(b, cpu, true);
 }
 
@@ -154,8 +176,10 @@ static __always_inline void cpuq_left(struct task_ctx *tctx)
 	s32 cpu = tctx->cpuq - 1;
 
 	tctx->cpuq = 0;
-	if (cpu >= 0 && valid_cpu(cpu))
+	if (cpu >= 0 && valid_cpu(cpu)) {
 		__sync_fetch_and_add(&llc_ctx(llc_of(cpu))->cpuq_nr, -1);
+		__sync_fetch_and_add(cpuq_nr_of(cpu), -1);
+	}
 }
 
 /*
@@ -171,6 +195,7 @@ static __always_inline bool cpuq_insert(struct task_struct *p, struct task_ctx *
 	scx_bpf_dsq_insert_vtime(p, cpu_dsq(cpu), enq_slice(p, enq_flags), dl, enq_flags);
 	tctx->cpuq = cpu + 1;
 	__sync_fetch_and_add(&llc_ctx(llc_of(cpu))->cpuq_nr, 1);
+	__sync_fetch_and_add(cpuq_nr_of(cpu), 1);	/* before the bit: cpuq_bit_clear() */
 	llc_bit_put(&llc_cpuq[llc_idx(llc_of(cpu))], cpu, true);
 	stat_inc(STAT_CPUQ);
 	if (waker)
