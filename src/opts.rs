@@ -48,6 +48,17 @@ pub struct Opts {
     #[arg(long)]
     pub no_preempt: bool,
 
+    /// Keep the kernel's queued wakeups off (SCX_OPS_ALLOW_QUEUED_WAKEUP):
+    /// every wakeup then goes through select_cpu in the waker's context,
+    /// and a waker whose wakee is still switching out of its CPU spins until
+    /// it has. On (the default), the kernel queues such a wakeup on the
+    /// wakee's CPU, as it does for the fair class, and enqueue picks an
+    /// idle CPU near it in select_cpu's stead (the ping-pong of pipes and
+    /// futexes: schbench's wakeup p90 1.6-2.0 ms without it on n2l4,
+    /// EEVDF's 0.1-0.2).
+    #[arg(long)]
+    pub no_queued_wakeup: bool,
+
     /// The least a running task keeps of its slice before a wakeup with an
     /// earlier deadline takes its CPU, in microseconds; it keeps the
     /// shorter of its own request and the wakee's if longer. Lower cuts

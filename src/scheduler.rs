@@ -216,6 +216,14 @@ impl<'a> Scheduler<'a> {
         // ops.enqueue (SCX_ENQ_LAST) instead of running it on. A task of a
         // cgroup out of cpu.max quota must stop there (cpu_max.bpf.h).
         skel.struct_ops.nimble_ops_mut().flags |= *scx_utils::compat::SCX_OPS_ENQ_LAST;
+        // The kernel's ttwu wakelist, off for sched_ext tasks unless asked
+        // for (--no-queued-wakeup): a wakee still switching out of its CPU
+        // is queued there and enqueued by that CPU (select_cpu skipped)
+        // instead of its waker spinning until it is off the CPU.
+        if !opts.no_queued_wakeup {
+            skel.struct_ops.nimble_ops_mut().flags |=
+                *scx_utils::compat::SCX_OPS_ALLOW_QUEUED_WAKEUP;
+        }
         if opts.test_stall_after_ms.is_some() {
             // The watchdog's verdict in seconds, not the usual 30.
             skel.struct_ops.nimble_ops_mut().timeout_ms = 3000;

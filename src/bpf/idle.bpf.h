@@ -108,4 +108,30 @@ static __always_inline s32 sync_waker_cpu(struct task_struct *p, s32 prev, u64 w
 	return cpu;
 }
 
+/*
+ * A wakeup the kernel queued on @cpu, the CPU @p was still switching out
+ * of (SCX_OPS_ALLOW_QUEUED_WAKEUP, the fair class's ttwu wakelist: the
+ * waker does not spin until @p is off), reaches ops.enqueue on @cpu with
+ * no select_cpu before it (@selected false). Send it to an idle CPU near
+ * @cpu, as select_cpu would have; returns whether it did. With none idle
+ * it queues like any wakeup that found none (enqueue_llc()).
+ */
+static __always_inline bool wake_unselected(struct task_struct *p, struct task_ctx *tctx,
+					    s32 cpu, u64 enq_flags, bool selected)
+{
+	s32 idle;
+
+	if (selected || !(enq_flags & SCX_ENQ_WAKEUP) || p->nr_cpus_allowed == 1)
+		return false;
+	idle = pick_idle_near(p, cpu, tctx);
+	if (idle < 0)
+		return false;
+	path_queue(tctx, PATH_DIRECT, 0, STAT_INS_DIRECT);
+	stat_inc(STAT_WAKE_QUEUED);
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | idle, slice_ns, enq_flags);
+	if (idle != cpu)
+		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+	return true;
+}
+
 #endif /* __NIMBLE_IDLE_BPF_H */

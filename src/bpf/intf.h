@@ -81,7 +81,7 @@ struct numa_level {
  * and after unload nr_pending is 0.
  */
 #define NIMBLE_STATS(X) \
-	X(INS_DIRECT, ins_direct, "Wakeups select_cpu sent straight to an idle CPU's local DSQ") \
+	X(INS_DIRECT, ins_direct, "Wakeups sent straight to an idle CPU's local DSQ (by select_cpu, or by enqueue: wake_queued)") \
 	X(INS_LOCAL, ins_local, "Single-CPU tasks enqueued on their idle CPU's local DSQ") \
 	X(INS_LLC, ins_llc, "Tasks queued on an LLC dispatch queue or a CPU's own wake queue (deadline ordered)") \
 	X(INS_SWQ, ins_swq, "Tasks queued on an LLC's shared wakequeue") \
@@ -119,7 +119,9 @@ struct numa_level {
 	X(GO_IDLE, go_idle, "Dispatch rounds that found nothing to run and no task to extend: the CPU went idle") \
 	X(TAKEN_SKIP, taken_skip, "Wakeups and re-queues kept off the own queue of a CPU an RT or deadline task holds") \
 	X(REENQ, reenq, "Tasks the kernel handed back (SCX_ENQ_REENQ): their CPU was taken or could not run them at once") \
-	X(RESCUE, rescue, "Tasks handed back from the own queue of a CPU an RT or deadline task holds (by a sibling's tick)")
+	X(RESCUE, rescue, "Tasks handed back from the own queue of a CPU an RT or deadline task holds (by a sibling's tick)") \
+	X(KICK_WAKER, kick_waker, "Queued wakeups with no idle CPU for them that kicked their waker's CPU (it may be going idle unseen)") \
+	X(WAKE_QUEUED, wake_queued, "Wakeups the kernel queued on the CPU the task was leaving (no select_cpu) that enqueue sent to an idle CPU")
 
 enum nimble_stat {
 #define NIMBLE_STAT_ID(id, name, desc) STAT_##id,

@@ -45,22 +45,44 @@ static __always_inline s32 create_llc_dsqs(void)
  * through select_cpu (preemption, slice expiry); ops.tick looks again for
  * tasks left waiting.
  */
-static __always_inline void kick_idle_cpu(struct task_struct *p, s32 cpu,
+static __always_inline bool kick_idle_cpu(struct task_struct *p, s32 cpu,
 					  struct task_ctx *tctx, bool remote)
 {
 	s32 idle;
 
 	if (!valid_cpu(cpu))
-		return;
+		return false;
 	idle = pick_idle_in(tctx, p->cpus_ptr, llc_mask(llc_of(cpu)));
 	if (idle < 0 && nr_llcs > 1)
 		idle = pick_idle_in(tctx, p->cpus_ptr, node_mask(node_of(cpu)));
 	if (idle < 0 && remote && nr_nodes > 1)
 		idle = pick_idle_remote(p, tctx, node_of(cpu), true, true);
-	if (idle >= 0) {
-		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
-		stat_inc(STAT_KICK);
-	}
+	if (idle < 0)
+		return false;
+	scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+	stat_inc(STAT_KICK);
+	return true;
+}
+
+/*
+ * A wakeup of @p queued on busy @cpu with no idle CPU to take it, enqueued
+ * on another CPU than its waker's (@waker: the kernel queued the wakeup on
+ * @cpu, whose IPI runs this): kick the waker's CPU if @p may run there
+ * (same node). The waker is about to sleep, and its CPU may already have
+ * dispatched, before this insert landed, and be on its way to idle, where
+ * no idle pick sees it yet (traced on the pinned ping-pong pairs: CPU 2
+ * went idle while CPU 1 enqueued the wakee). SCX_KICK_IDLE reaches a CPU
+ * inside its dispatch or idle; one still running its task dispatches
+ * anyway.
+ */
+static __always_inline void kick_waker_cpu(struct task_struct *p, s32 cpu, s32 waker)
+{
+	if (waker < 0 || waker == cpu || waker == bpf_get_smp_processor_id() ||
+	    !valid_cpu(waker) || node_of(waker) != node_of(cpu) ||
+	    !bpf_cpumask_test_cpu(waker, p->cpus_ptr))
+		return;
+	scx_bpf_kick_cpu(waker, SCX_KICK_IDLE);
+	stat_inc(STAT_KICK_WAKER);
 }
 
 /* Wake an idle CPU of @llc (which @p may use) to take @p. */
@@ -83,7 +105,7 @@ static __always_inline void kick_idle_cpu_in(struct task_struct *p, struct task_
  * A wakeup may preempt the task running on its CPU (preempt.bpf.h).
  */
 static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
-					struct task_ctx *tctx, bool slice_end)
+					struct task_ctx *tctx, bool slice_end, s32 waker)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	bool wakeup = enq_flags & SCX_ENQ_WAKEUP;
@@ -120,7 +142,8 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 		if (hint == HINT_NONE && p->nr_cpus_allowed > 1 && cpu_taken(cpu)) {
 			stat_inc(STAT_TAKEN_SKIP);
 		} else if (cpuq_insert(p, tctx, cpu, dl, enq_flags, hint == HINT_WAKER)) {
-			kick_idle_cpu(p, cpu, tctx, false);
+			if (!kick_idle_cpu(p, cpu, tctx, false) && wakeup)
+				kick_waker_cpu(p, cpu, waker);
 			if (wakeup)
 				maybe_preempt(p, tctx, cpu, dl);
 			return;
@@ -131,7 +154,8 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 		kick_idle_cpu_in(p, tctx, llc);
 		return;
 	}
-	kick_idle_cpu(p, cpu, tctx, false);
+	if (!kick_idle_cpu(p, cpu, tctx, false) && wakeup)
+		kick_waker_cpu(p, cpu, waker);
 	if (wakeup)
 		maybe_preempt(p, tctx, cpu, dl);
 }

@@ -53,6 +53,7 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 		return prev_cpu;
 
 	tctx->hint = HINT_NONE;
+	tctx->waker = bpf_get_smp_processor_id() + 1;
 	/* Out of cpu.max quota: enqueue parks it (no direct dispatch). */
 	if (bw_throttled(tctx))
 		return prev_cpu;
@@ -92,6 +93,7 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	s32 cpu = scx_bpf_task_cpu(p);
 	bool slice_end;
+	s32 waker;
 	u32 why;
 
 	if (!tctx) {
@@ -101,6 +103,8 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 	/* select_cpu's swq routing applies to this enqueue only. */
 	why = tctx->swq_why;
 	tctx->swq_why = SWQ_WHY_NONE;
+	waker = tctx->waker - 1;
+	tctx->waker = 0;
 	/* Its cgroup (or one above) is out of cpu.max quota: wait for the next period. */
 	if (bw_park(p, tctx))
 		return;
@@ -127,6 +131,15 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
+	/*
+	 * A wakeup the kernel queued on the CPU the task was still leaving
+	 * (SCX_OPS_ALLOW_QUEUED_WAKEUP) comes here without select_cpu: take
+	 * an idle CPU near it now, as select_cpu would have, rather than wait
+	 * on that CPU's queue behind whatever runs there next.
+	 */
+	if (wake_unselected(p, tctx, cpu, enq_flags, waker >= 0))
+		return;
+
 	/* A CPU-bound task may go to an idle CPU of another node (NUMA rule). */
 	if (why == SWQ_WHY_NONE && push_remote(p, tctx, enq_flags, slice_end))
 		return;
@@ -143,7 +156,7 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 
 	if (swq_enqueue(p, enq_flags, tctx, why))
 		return;
-	enqueue_llc(p, enq_flags, tctx, slice_end);
+	enqueue_llc(p, enq_flags, tctx, slice_end, waker);
 }
 
 /*
@@ -240,6 +253,7 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 	/* cpu.max charges the kernel's run time from here (cpu_max.bpf.h). */
 	tctx->bw_exec = p->se.sum_exec_runtime;
 	tctx->waiting = 0;
+	tctx->waker = 0;	/* a wakeup select_cpu placed itself never reaches enqueue */
 	note_taken(cpu, false);	/* ours again, if another class held it */
 	cpuq_left(tctx);
 	cur_running(p, tctx, cpu, tctx->run_start);	/* before path_run: reads the path */

@@ -370,6 +370,11 @@ struct task_ctx {
 	s32 cpuq;
 	/* Where select_cpu wants enqueue to queue a wakeup (enum enq_hint). */
 	u32 hint;
+	/*
+	 * 1 + the CPU select_cpu ran on for the wakeup enqueue queues next
+	 * (the waker's); 0: select_cpu was skipped (a queued wakeup).
+	 */
+	s32 waker;
 	/* Queued by enqueue_llc() and not run since (task_deadline()). */
 	u32 waiting;
 };
