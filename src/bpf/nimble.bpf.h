@@ -372,7 +372,8 @@ struct task_ctx {
 	u32 hint;
 	/*
 	 * 1 + the CPU select_cpu ran on for the wakeup enqueue queues next
-	 * (the waker's); 0: select_cpu was skipped (a queued wakeup).
+	 * (the waker's); 0 once enqueue or running read it, so 0 at a
+	 * wakeup's enqueue means select_cpu was skipped (a queued wakeup).
 	 */
 	s32 waker;
 	/* Queued by enqueue_llc() and not run since (task_deadline()). */
