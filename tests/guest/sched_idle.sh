@@ -2,7 +2,8 @@
 # SCHED_IDLE as the kernel treats it (issue 35), against EEVDF in the same
 # boot, rounds interleaved:
 #   1. share: 8 SCHED_IDLE loops beside 8 nice-0 and 8 SCHED_BATCH loops get
-#      at most 2x the CPU time EEVDF gives them (the kernel: weight 3 against
+#      at most 2x the CPU time EEVDF gives them, or the weights imply if
+#      EEVDF's sample fell below that (the kernel: weight 3 against
 #      1024, 0.1-0.2 % of the machine; scx_nimble used to give them nice 19's
 #      weight and a 1 s deadline cap, 10x that);
 #   2. wakeups: 4 periodic normal sleepers (nimble-sleepers) beside 2
@@ -123,9 +124,17 @@ for r in $(seq $ROUNDS); do
 	done
 done
 
+# The reference is EEVDF's share in this boot, or the weights' (3 per idle
+# loop against 1024 per other loop: 0.146 %) if EEVDF's sample fell below
+# it: a 12 s window catches a varying part of the idle loops' slices, and
+# EEVDF's own share ranged 0.13-0.30 % over six runs, scx_nimble's
+# 0.17-0.30 % (a CI-tier run failed 0.279 % against an EEVDF 0.133 %). The
+# old treatment as nice 19 gave 1.68 %.
 verdict=$(awk '{ idle[$1] += $2; all[$1] += $3 }
 	END { e = idle["eevdf"] / all["eevdf"]; s = idle["nimble"] / all["nimble"]
-		printf "%s share nimble=%.3f%% eevdf=%.3f%% (<= 2x)\n", s <= 2 * e ? "ok" : "BAD", 100 * s, 100 * e }' /tmp/share.res)
+		w = 3 / (3 + 2 * 1024); r = e > w ? e : w
+		printf "%s share nimble=%.3f%% eevdf=%.3f%% weights=%.3f%% (<= 2x the larger)\n",
+			s <= 2 * r ? "ok" : "BAD", 100 * s, 100 * e, 100 * w }' /tmp/share.res)
 log "$verdict"
 case $verdict in ok*) ;; *) fail "SCHED_IDLE share: $verdict" ;; esac
 verdict=$(awk '{ if ($2 > p[$1]) p[$1] = $2 }
