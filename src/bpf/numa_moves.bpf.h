@@ -103,6 +103,7 @@ static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_fl
 			bool slice_end)
 {
 	s32 cpu, from = scx_bpf_task_cpu(p);
+	bool crowded;
 	u32 node;
 
 	if (!slice_end)
@@ -122,8 +123,15 @@ static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_fl
 		tctx->push_votes = 0;
 		return true;
 	}
+	/*
+	 * A crowded node (a task waiting for a CPU) is judged as overloaded
+	 * (the kernel: busiest group overloaded, local group with spare
+	 * capacity moves a task whatever the idle counts): with the idle-count
+	 * rule alone, one shell on the nearest node sent the task to a far one.
+	 */
+	crowded = node_crowded(node_of(from));
 	/* Look first (claiming an idle CPU it then does not use would hide it). */
-	if (pick_idle_remote(p, tctx, node_of(from), false, false) < 0) {
+	if (pick_idle_remote(p, tctx, node_of(from), crowded, false) < 0) {
 		tctx->push_votes = 0;
 		return false;
 	}
@@ -132,16 +140,15 @@ static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_fl
 	 * kernel moves a waiting task without active balancing, nearest
 	 * level first.
 	 */
-	if (++tctx->push_votes < NUMA_PUSH_VOTES && !node_crowded(node_of(from)))
+	if (++tctx->push_votes < NUMA_PUSH_VOTES && !crowded)
 		return false;
 	/* Off the node holding its memory: twice the votes, if not crowded. */
-	if (mem_home(tctx, node_of(from)) && tctx->push_votes < 2 * NUMA_PUSH_VOTES &&
-	    !node_crowded(node_of(from))) {
+	if (mem_home(tctx, node_of(from)) && tctx->push_votes < 2 * NUMA_PUSH_VOTES && !crowded) {
 		if (tctx->push_votes == NUMA_PUSH_VOTES)
 			nstat_inc(node_of(from), NSTAT_MEM_STAY);
 		return false;
 	}
-	cpu = pick_idle_remote(p, tctx, node_of(from), false, true);
+	cpu = pick_idle_remote(p, tctx, node_of(from), crowded, true);
 	if (cpu < 0)
 		return false;
 push:
@@ -171,7 +178,7 @@ static __always_inline bool push_candidate(struct task_struct *p, struct task_ct
 		return false;
 	if (mem_move_cpu(p, tctx, from, true, false) >= 0 || swap_partner(p, tctx, from) >= 0)
 		return true;
-	return pick_idle_remote(p, tctx, node_of(from), false, false) >= 0;
+	return pick_idle_remote(p, tctx, node_of(from), node_crowded(node_of(from)), false) >= 0;
 }
 
 /*
