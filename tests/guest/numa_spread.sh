@@ -90,9 +90,14 @@ release_three() {
 		pids="$pids $SPAWNED"
 	done
 	sleep 1
-	[ "$who" = EEVDF ] || before_line=$(grep '^stats:' "$SCHED_OUT" | tail -n 1)
-	before=$(moved_to "$before_line")
-	[ "$who" = EEVDF ] || mark=$(grep -c '^stats:' "$SCHED_OUT")
+	sched=
+	if [ "$who" != EEVDF ]; then
+		sched=1
+		stats_snapshot
+		before_snap=$SNAP
+		before=$(moved_to "$SNAP")
+		mark=$(grep -c '^stats:' "$SCHED_OUT")
+	fi
 	# shellcheck disable=SC2086
 	migrations_begin $pids
 	for p in $pids; do taskset -p -c "$ALL_CPUS" "$p" >/dev/null; done
@@ -105,14 +110,18 @@ release_three() {
 	FIRST=$(awk '$2 == 0 && $3 != 0 { print $3; exit }' /tmp/moves)
 	log "$who${busy:+, CPU $2 busy}: moves across nodes (from>to, in order): $(awk '$2 != $3 { printf "%s>%s ", $2, $3 }' /tmp/moves)"
 	counted=
-	[ "$who" = EEVDF ] || counted=$(tail -n +$((mark + 1)) "$SCHED_OUT" | grep '^stats:' | while read -r line; do
+	[ -z "$sched" ] || counted=$(tail -n +$((mark + 1)) "$SCHED_OUT" | grep '^stats:' | while read -r line; do
 		now=$(moved_to "$line")
 		gained=$(echo "$before|$now" | awk -F'|' '{ n = split($1, a, " "); split($2, b, " ")
 			for (i = 2; i <= n; i++) if (b[i] > a[i]) printf "%d ", i - 1 }')
 		[ -n "$gained" ] && { echo "$gained"; break; }
 	done)
-	[ "$who" = EEVDF ] || log "$who${busy:+, CPU $2 busy}: counters before/after: $(for c in node_numa_pull node_numa_push node_mem_move node_mem_swap steal_remote; do
-		printf '%s=%s/%s ' $c "$(echo "$before_line" | tr ' ' '\n' | sed -n "s/^$c=//p")" "$(grep '^stats:' "$SCHED_OUT" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$c=//p")"; done)"
+	if [ -n "$sched" ]; then
+		stats_snapshot
+		after_snap=$SNAP
+		log "$who${busy:+, CPU $2 busy}: counters before/after: $(for c in node_numa_pull node_numa_push node_mem_move node_mem_swap steal_remote; do
+			SNAP=$before_snap; b=$(snap_value $c); SNAP=$after_snap; printf '%s=%s/%s ' $c "$b" "$(snap_value $c)"; done)"
+	fi
 	log "$who${busy:+, CPU $2 busy}: 3 loops released from node 0: first move off it to node ${FIRST:-none}${counted:+ (counters: $counted)}; after 4 s: $AFTER; samples: $(awk '{ printf "%s ", $2 }' /tmp/release)"
 	[ -n "$FIRST" ] || fail "$who${busy:+, CPU $2 busy}: no task left overloaded node 0 in 4 s: $AFTER"
 }
