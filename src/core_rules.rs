@@ -11,6 +11,7 @@ mod ffi {
     // src/bpf/rules_host.c: rules.h with external linkage.
     extern "C" {
         pub fn clock_since(now: u64, then: u64) -> u64;
+        pub fn wake_wide(waker_flips: u32, wakee_flips: u32, llc_cpus: u32) -> bool;
         pub fn wakeup_preempts(
             w: *const preempt_view,
             c: *const preempt_view,
@@ -24,6 +25,14 @@ mod ffi {
 pub fn clock_since(now: u64, then: u64) -> u64 {
     // SAFETY: a pure C function of plain values.
     unsafe { ffi::clock_since(now, then) }
+}
+
+/// rules.h wake_wide(): do a waker and its wakee, with these partner
+/// switches per second (halved each second), wake too many partners to be
+/// pulled into the waker's LLC of `llc_cpus` CPUs?
+pub fn wake_wide(waker_flips: u32, wakee_flips: u32, llc_cpus: u32) -> bool {
+    // SAFETY: a pure C function of plain values.
+    unsafe { ffi::wake_wide(waker_flips, wakee_flips, llc_cpus) }
 }
 
 /// A task's class as wakeup preemption sees it (enum task_class).
@@ -85,6 +94,22 @@ mod tests {
         assert_eq!(clock_since(4, u64::MAX - 5), 10);
         // What unsigned subtraction would have given: ~584 years.
         assert!(T.wrapping_sub(T + 3 * US) > 500 * 365 * 24 * 3600 * 1_000_000_000);
+    }
+
+    #[test]
+    fn wake_wide_unless_both_keep_their_partner() {
+        // A 1:1 pair (perf pipe, a client and its server): narrow, also
+        // with an odd other wakeup in the last second.
+        assert!(!wake_wide(0, 0, 4));
+        assert!(!wake_wide(3, 1, 4));
+        // A sender waking 20 receivers in turn, each receiver waking none
+        // (hackbench): wide, whichever side is the waker.
+        assert!(wake_wide(20, 0, 4));
+        assert!(wake_wide(0, 20, 4));
+        // An LLC's worth of partners is wide; the LLC's size sets it.
+        assert!(wake_wide(4, 0, 4));
+        assert!(!wake_wide(4, 0, 8));
+        assert!(wake_wide(2, 1, 2));
     }
 
     /// A nice-0 task: its request is its span.

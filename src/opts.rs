@@ -59,6 +59,16 @@ pub struct Opts {
     #[arg(long)]
     pub no_queued_wakeup: bool,
 
+    /// Experimental (off by default): a sync wakeup (pipes, sockets) whose
+    /// waker runs alone in another LLC than the wakee's previous CPU takes
+    /// an idle CPU of the waker's LLC, so a pair split by fork placement
+    /// may come to share a cache (the kernel's wake_affine()); wakers and
+    /// wakees that switch between many partners are left where they are.
+    /// Not yet keeping pipe pairs in one LLC as EEVDF does
+    /// (docs/known-limits.md).
+    #[arg(long)]
+    pub wake_affine: bool,
+
     /// The least a running task keeps of its slice before a wakeup with an
     /// earlier deadline takes its CPU, in microseconds; it keeps the
     /// shorter of its own request and the wakee's if longer. Lower cuts

@@ -233,6 +233,7 @@ impl<'a> Scheduler<'a> {
         rodata.slice_ns = opts.slice_us * 1000;
         rodata.slice_min_ns = opts.slice_min_us.min(opts.slice_us) * 1000;
         rodata.wake_sync = opts.wake_sync;
+        rodata.wake_affine = opts.wake_affine;
         rodata.cpu_queues = !opts.no_cpu_queues;
         rodata.wake_preempt = !opts.no_preempt;
         rodata.preempt_min_ns = opts.preempt_min_us * 1000;

@@ -105,6 +105,7 @@ struct numa_level {
 	X(STEAL_L2, steal_l2, "Remote steals from the second NUMA tier") \
 	X(STEAL_FAR, steal_far, "Remote steals from the third NUMA tier or farther") \
 	X(WAKE_SYNC, wake_sync, "Sync wakeups queued on the waker's CPU (the waker is about to sleep)") \
+	X(WAKE_AFFINE, wake_affine, "Sync wakeups sent to an idle CPU of the waker's LLC, another than the wakee's previous one (wake-affine)") \
 	X(LAG_CLAMP, lag_clamp, "Tasks queued over a slice after their last deadline (no credit kept: lag clamp)") \
 	X(PREEMPT, preempt, "Wakeups that preempted the task on their CPU (earlier deadline, past its protected part)") \
 	X(SIDLE, sidle, "Wakeups put on a CPU that ran only SCHED_IDLE work (which yields at once)") \

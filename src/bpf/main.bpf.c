@@ -46,12 +46,13 @@ UEI_DEFINE(uei);
 s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
-	struct task_ctx *tctx = lookup_task_ctx(p);
+	struct task_ctx *tctx = lookup_task_ctx(p), *wctx;
 	s32 cpu;
 
 	if (!tctx)
 		return prev_cpu;
 
+	wctx = wake_affine ? record_wakee(p) : NULL;
 	tctx->hint = HINT_NONE;
 	tctx->waker = bpf_get_smp_processor_id() + 1;
 	/* Out of cpu.max quota: enqueue parks it (no direct dispatch). */
@@ -64,7 +65,7 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (nr_nodes > 1 && (wake_flags & SCX_WAKE_FORK))
 		cpu = place_forked(p, prev_cpu, tctx);
 	else if ((cpu = mem_move_cpu(p, tctx, prev_cpu, false, true)) < 0)
-		cpu = pick_idle_near(p, prev_cpu, tctx);
+		cpu = pick_idle_wake(p, prev_cpu, tctx, wctx, wake_flags);
 	/*
 	 * No idle CPU: one that runs only SCHED_IDLE work is as good (the
 	 * kernel's sched_idle_cpu()); its task yields at once.

@@ -99,6 +99,18 @@ const volatile u64 numa_patience_ns = 10ULL * 1000 * 1000;
 const volatile bool wake_sync;
 
 /*
+ * Wake-affine (--wake-affine, experimental, off by default): a sync wakeup
+ * (pipes, sockets) whose waker runs alone in another LLC than the wakee's
+ * previous CPU takes an idle CPU of the waker's LLC, so the pair comes to
+ * share a cache (the kernel's wake_affine()); not when either side switches
+ * between many partners (wake_wide()). On: perf pipe 0.89-0.95x the time
+ * of main on n2l4; but pipe pairs started in two LLCs still share one in
+ * only 0.25-0.35 of samples (EEVDF 1.00: tests/guest/wake_affine.sh), so
+ * it is not the default yet. Off: a wakee stays near its previous CPU.
+ */
+const volatile bool wake_affine;
+
+/*
  * Per-CPU wake queues (cpu_dsq.bpf.h, --no-cpu-queues turns them off): a
  * wakeup that found no idle CPU waits on one CPU's own queue, not its LLC's.
  * On: no migration and no shared queue lock per wakeup under overload (the
@@ -378,6 +390,14 @@ struct task_ctx {
 	s32 waker;
 	/* Queued by enqueue_llc() and not run since (task_deadline()). */
 	u32 waiting;
+	/*
+	 * As the kernel's record_wakee(): the pid it last woke, and how often
+	 * it woke another than last time (halved each second from
+	 * flips_at). wake_wide() reads them.
+	 */
+	u32 last_wakee;
+	u32 wakee_flips;
+	u64 flips_at;
 };
 
 /* select_cpu's word to enqueue about a wakeup that found no idle CPU. */

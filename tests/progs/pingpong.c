@@ -21,10 +21,13 @@
  * parent stops the run after --secs whatever the pairs do.
  *
  *   nimble-pingpong [--secs S] [--cpus LIST | --cpus-long LIST --cpus-short LIST]
- *                   [--spin-wait-us US] [--split]
+ *                   [--spin-wait-us US] [--split] [--pipe]
  *
  * --spin-wait-us: a waiter spins that long on the semaphore before it
  * sleeps on the futex (adaptive spinning, as many lock libraries do).
+ * --pipe: a post writes a byte to a pipe and a wait reads it, as perf
+ * bench sched pipe does: the kernel then wakes the reader as a sync wakeup
+ * (the waker is about to sleep), which futexes are not.
  *
  * Output, one line each (key=value, for the guest scripts):
  *   PAIR name=long rounds=N rate=R wake_n=.. wake_p50_us=.. wake_p90_us=.. wake_p99_us=..
@@ -34,6 +37,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -58,6 +62,7 @@
 struct sem {
 	atomic_int count;
 	_Atomic uint64_t posted_ns;
+	int fd[2];		/* --pipe: read end, write end */
 };
 
 struct pair {
@@ -77,6 +82,8 @@ struct pair {
 static atomic_int *stop;
 /* --spin-wait-us: how long a waiter spins on the semaphore before it sleeps. */
 static uint64_t spin_wait_ns;
+/* --pipe: semaphores are pipes (sync wakeups). */
+static bool use_pipe;
 
 static uint64_t clock_ns(clockid_t c)
 {
@@ -91,8 +98,31 @@ static uint64_t now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 static void sem_post(struct sem *s)
 {
 	atomic_store(&s->posted_ns, now_ns());
+	if (use_pipe) {
+		if (write(s->fd[1], "x", 1) != 1)
+			perror("write");
+		return;
+	}
 	atomic_fetch_add(&s->count, 1);
 	syscall(SYS_futex, &s->count, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+/* sem_wait() for --pipe: a bounded poll, then the byte. */
+static uint64_t pipe_wait(struct sem *s)
+{
+	struct pollfd pfd = { .fd = s->fd[0], .events = POLLIN };
+	bool slept = false;
+	char c;
+
+	while (poll(&pfd, 1, 0) <= 0) {
+		if (atomic_load(stop))
+			return 0;
+		poll(&pfd, 1, 200);
+		slept = true;
+	}
+	if (read(s->fd[0], &c, 1) != 1)
+		return 0;
+	return slept ? now_ns() - atomic_load(&s->posted_ns) : 0;
 }
 
 /* Wait for a post; returns the wake latency in ns (0: none measured). */
@@ -103,6 +133,8 @@ static uint64_t sem_wait(struct sem *s)
 	int c;
 	bool slept = false;
 
+	if (use_pipe)
+		return pipe_wait(s);
 	/* Adaptive spinning first, as many lock and semaphore libraries do. */
 	while (spin_wait_ns && !atomic_load(stop) && atomic_load(&s->count) <= 0 &&
 	       now_ns() - t0 < spin_wait_ns)
@@ -197,7 +229,7 @@ static int cmp_u32(const void *a, const void *b)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: nimble-pingpong [--secs S] [--cpus LIST | --cpus-long LIST --cpus-short LIST] [--spin-wait-us US] [--split]\n");
+	fprintf(stderr, "usage: nimble-pingpong [--secs S] [--cpus LIST | --cpus-long LIST --cpus-short LIST] [--spin-wait-us US] [--split] [--pipe]\n");
 	exit(2);
 }
 
@@ -215,6 +247,10 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--split")) {
 			split = true;
+			continue;
+		}
+		if (!strcmp(argv[i], "--pipe")) {
+			use_pipe = true;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -250,6 +286,12 @@ int main(int argc, char **argv)
 	    parse_cpus(cs ? cs : all, &pairs[1].cpus)) {
 		fprintf(stderr, "nimble-pingpong: bad CPU list\n");
 		return 2;
+	}
+	for (k = 0; use_pipe && k < 2; k++) {
+		if (pipe(pairs[k].go.fd) || pipe(pairs[k].done.fd)) {
+			perror("pipe");
+			return 1;
+		}
 	}
 	for (k = 0; k < 2; k++) {
 		struct pair *p = &pairs[k];
