@@ -98,18 +98,19 @@ mod tests {
 
     #[test]
     fn wake_wide_unless_both_keep_their_partner() {
-        // A 1:1 pair (perf pipe, a client and its server): narrow, also
-        // with an odd other wakeup in the last second.
+        // A 1:1 pair (perf pipe, a client and its server), with a few stray
+        // wakeups in the last second: narrow.
         assert!(!wake_wide(0, 0, 4));
-        assert!(!wake_wide(3, 1, 4));
+        assert!(!wake_wide(11, 1, 2));
         // A sender waking 20 receivers in turn, each receiver waking none
         // (hackbench): wide, whichever side is the waker.
         assert!(wake_wide(20, 0, 4));
         assert!(wake_wide(0, 20, 4));
-        // An LLC's worth of partners is wide; the LLC's size sets it.
-        assert!(wake_wide(4, 0, 4));
-        assert!(!wake_wide(4, 0, 8));
-        assert!(wake_wide(2, 1, 2));
+        // The bar: 16 switches a second, or the LLC's size if larger.
+        assert!(wake_wide(16, 0, 2));
+        assert!(!wake_wide(15, 15, 2));
+        assert!(!wake_wide(31, 0, 32));
+        assert!(wake_wide(32, 0, 32));
     }
 
     /// A nice-0 task: its request is its span.

@@ -64,8 +64,7 @@ pub struct Opts {
     /// an idle CPU of the waker's LLC, so a pair split by fork placement
     /// may come to share a cache (the kernel's wake_affine()); wakers and
     /// wakees that switch between many partners are left where they are.
-    /// Not yet keeping pipe pairs in one LLC as EEVDF does
-    /// (docs/known-limits.md).
+    /// No gain shown in the lab yet (docs/known-limits.md).
     #[arg(long)]
     pub wake_affine: bool,
 

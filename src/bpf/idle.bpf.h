@@ -117,16 +117,20 @@ static __always_inline s32 sync_waker_cpu(struct task_struct *p, s32 prev, u64 w
 /*
  * The waker's side of wake_wide(), as the kernel's record_wakee(): count a
  * switch of partner, halving the count once a second has passed since the
- * last halving. Returns the waker's context, NULL if it has none (not a
- * sched_ext task, or a wakeup from interrupt context over one).
+ * last halving. Sync wakeups only, unlike the kernel: a wakeup from
+ * interrupt context (a timer's, a kthread's) is charged to whichever task
+ * it interrupted, and a pipe pair's thread that spins was charged 11
+ * switches a second that way (n2l4, bpf_printk), enough to call the pair
+ * wide. Returns the waker's context, NULL if it has none (not a sched_ext
+ * task).
  */
-static __always_inline struct task_ctx *record_wakee(struct task_struct *p)
+static __always_inline struct task_ctx *record_wakee(struct task_struct *p, u64 wake_flags)
 {
 	struct task_ctx *wctx = lookup_task_ctx(bpf_get_current_task_btf());
 	u64 now;
 
-	if (!wctx)
-		return NULL;
+	if (!wctx || !(wake_flags & SCX_WAKE_SYNC))
+		return wctx;
 	now = scx_bpf_now();
 	if (clock_since(now, wctx->flips_at) > 1000000000ULL) {
 		wctx->wakee_flips >>= 1;
@@ -140,19 +144,15 @@ static __always_inline struct task_ctx *record_wakee(struct task_struct *p)
 }
 
 /*
- * Idle CPU for a wakeup of @p (select_cpu), wake-affine first. A sync
- * wakeup whose waker runs alone (sync_waker_cpu()) and keeps to one
- * partner, as @p does (wake_wide()), is placed as the kernel's
- * wake_affine() and select_idle_sibling() place it around the waker's CPU:
- *   - waker in another LLC than @prev: an idle CPU of the waker's LLC,
- *     even if @prev is idle, so a pair that fork placement split over two
- *     LLCs comes together and its wakeups stop crossing LLCs;
- *   - waker in @prev's LLC: @prev or an idle CPU of that LLC;
- *   - none: no idle CPU (-ENOENT), and the wakee waits on the waker's own
- *     queue (cpuq_target()), which is about to run it: a search of the
- *     node would split the pair again (the pair of a pipe ping-pong
- *     shared an LLC in 0.25-0.35 of the samples that way, EEVDF in 1.00).
- * Every other wakeup: pick_idle_near().
+ * Idle CPU for a wakeup of @p (select_cpu), wake-affine first: a sync
+ * wakeup whose waker runs alone (sync_waker_cpu()) in another LLC than
+ * @prev, both keeping to one partner (wake_wide()), takes an idle CPU of
+ * the waker's LLC, even if @prev is idle, as the kernel's wake_affine()
+ * and select_idle_sibling() around the waker's CPU do: a pair that fork
+ * placement split over two LLCs comes together and its wakeups stop
+ * crossing LLCs. Everything else, and a waker's LLC with no idle CPU:
+ * pick_idle_near() (the kernel would queue on the waker's CPU there: in
+ * the lab that made perf pipe at 2 and 4 pairs 1.2x slower).
  */
 static s32 pick_idle_wake(struct task_struct *p, s32 prev, struct task_ctx *tctx,
 			  struct task_ctx *wctx, u64 wake_flags)
@@ -160,16 +160,14 @@ static s32 pick_idle_wake(struct task_struct *p, s32 prev, struct task_ctx *tctx
 	s32 waker, cpu;
 	u32 llc;
 
-	if (!wake_affine || !wctx || (waker = sync_waker_cpu(p, prev, wake_flags)) < 0)
+	if (!wake_affine || !wctx || (waker = sync_waker_cpu(p, prev, wake_flags)) < 0 ||
+	    (llc = llc_of(waker)) == llc_of(prev) ||
+	    wake_wide(wctx->wakee_flips, tctx->wakee_flips, llc_nr_cpus[llc_idx(llc)]))
 		return pick_idle_near(p, prev, tctx);
-	llc = llc_of(waker);
-	if (wake_wide(wctx->wakee_flips, tctx->wakee_flips, llc_nr_cpus[llc_idx(llc)]))
-		return pick_idle_near(p, prev, tctx);
-	if (llc == llc_of(prev))
-		return pick_idle_llc(p, prev, tctx);
 	cpu = pick_idle_in(tctx, p->cpus_ptr, llc_mask(llc));
-	if (cpu >= 0)
-		stat_inc(STAT_WAKE_AFFINE);
+	if (cpu < 0)
+		return pick_idle_near(p, prev, tctx);
+	stat_inc(STAT_WAKE_AFFINE);
 	return cpu;
 }
 

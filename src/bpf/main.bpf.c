@@ -52,7 +52,7 @@ s32 BPF_STRUCT_OPS(nimble_select_cpu, struct task_struct *p, s32 prev_cpu,
 	if (!tctx)
 		return prev_cpu;
 
-	wctx = wake_affine ? record_wakee(p) : NULL;
+	wctx = wake_affine ? record_wakee(p, wake_flags) : NULL;
 	tctx->hint = HINT_NONE;
 	tctx->waker = bpf_get_smp_processor_id() + 1;
 	/* Out of cpu.max quota: enqueue parks it (no direct dispatch). */

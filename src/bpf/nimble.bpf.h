@@ -103,10 +103,11 @@ const volatile bool wake_sync;
  * (pipes, sockets) whose waker runs alone in another LLC than the wakee's
  * previous CPU takes an idle CPU of the waker's LLC, so the pair comes to
  * share a cache (the kernel's wake_affine()); not when either side switches
- * between many partners (wake_wide()). On: perf pipe 0.89-0.95x the time
- * of main on n2l4; but pipe pairs started in two LLCs still share one in
- * only 0.25-0.35 of samples (EEVDF 1.00: tests/guest/wake_affine.sh), so
- * it is not the default yet. Off: a wakee stays near its previous CPU.
+ * between many partners (wake_wide()). On: pipe pairs started in two LLCs
+ * share one (tests/guest/wake_affine.sh), but three lab runs on n2l4 gave
+ * perf pipe 0.89-1.24x main's time and hackbench 0.68-1.56x, no gain
+ * beyond TCG's noise, so it is not the default. Off: a wakee stays near its
+ * previous CPU.
  */
 const volatile bool wake_affine;
 

@@ -177,20 +177,30 @@ RULE_FN u64 clock_since(u64 now, u64 then)
 }
 
 /*
+ * Below this many partner switches a second, a waker and its wakee count
+ * as a pair whatever the LLC's size (n2l4's LLCs hold 2 CPUs; a pipe
+ * pair's threads showed up to 11 switches a second from stray wakeups).
+ */
+#define WAKE_WIDE_MIN	16
+
+/*
  * Whether a waker and its wakee switch between too many partners to be
  * pulled into one LLC: @waker_flips and @wakee_flips count how often each
  * woke another task than the one it woke before, halved every second
  * (the kernel's record_wakee()); @llc_cpus is the waker's LLC size. Wide
- * when either side switches an LLC's worth of partners or more. The
- * kernel's wake_wide() is wide only when one side also switches an LLC's
- * worth times more than the other; that pulled hackbench's and perf
- * messaging's receivers (woken by 20 senders, waking few themselves) to
- * each sender's LLC in turn: 1.14-1.56x the time on n2l4 (lab, 5 runs).
- * A 1:1 pair (pipes, a client and its server thread) stays narrow.
+ * when either side switches an LLC's worth of partners or more (at least
+ * WAKE_WIDE_MIN). The kernel's wake_wide() is wide only when one side also
+ * switches an LLC's worth times more than the other; that pulled
+ * hackbench's and perf messaging's receivers (woken by 20 senders, waking
+ * few themselves) to each sender's LLC in turn: 1.14-1.56x the time on
+ * n2l4 (lab, 5 runs). A 1:1 pair (pipes, a client and its server thread)
+ * stays narrow.
  */
 RULE_FN bool wake_wide(u32 waker_flips, u32 wakee_flips, u32 llc_cpus)
 {
-	return waker_flips >= llc_cpus || wakee_flips >= llc_cpus;
+	u32 factor = llc_cpus > WAKE_WIDE_MIN ? llc_cpus : WAKE_WIDE_MIN;
+
+	return waker_flips >= factor || wakee_flips >= factor;
 }
 
 /*
