@@ -51,9 +51,11 @@ static __always_inline bool claim_prev_cpu(const struct task_struct *p, s32 prev
 
 /*
  * Previous CPU if its whole core is idle, then an idle core / CPU in the
- * previous CPU's LLC. Returns the claimed CPU or a negative errno.
+ * previous CPU's LLC, then an idle CPU of its node. Crossing nodes is the
+ * NUMA gate's decision (numa_gate.bpf.h). Returns the claimed CPU or a
+ * negative errno.
  */
-static s32 pick_idle_llc(struct task_struct *p, s32 prev, struct task_ctx *tctx)
+static s32 pick_idle_near(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 {
 	s32 cpu;
 
@@ -66,22 +68,14 @@ static s32 pick_idle_llc(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 	}
 
 	cpu = pick_idle_in(tctx, p->cpus_ptr, llc_mask(llc_of(prev)));
-	if (cpu >= 0)
+	if (cpu >= 0) {
 		stat_inc(STAT_IDLE_LLC);
-	return cpu;
-}
-
-/*
- * pick_idle_llc(), then an idle CPU of the previous CPU's node. Crossing
- * nodes is the NUMA gate's decision (numa_gate.bpf.h).
- */
-static s32 pick_idle_near(struct task_struct *p, s32 prev, struct task_ctx *tctx)
-{
-	s32 cpu = pick_idle_llc(p, prev, tctx);
+		return cpu;
+	}
 
 	/* Skipped where LLCs span whole nodes: the same mask again. */
-	if (cpu >= 0 || cpu == -EINVAL || nr_llcs <= nr_nodes)
-		return cpu;
+	if (nr_llcs <= nr_nodes)
+		return -ENOENT;
 	cpu = pick_idle_in(tctx, p->cpus_ptr, node_mask(node_of(prev)));
 	if (cpu >= 0)
 		stat_inc(STAT_IDLE_NODE);
@@ -121,16 +115,18 @@ static __always_inline s32 sync_waker_cpu(struct task_struct *p, s32 prev, u64 w
  * interrupt context (a timer's, a kthread's) is charged to whichever task
  * it interrupted, and a pipe pair's thread that spins was charged 11
  * switches a second that way (n2l4, bpf_printk), enough to call the pair
- * wide. Returns the waker's context, NULL if it has none (not a sched_ext
- * task).
+ * wide. Returns the waker's context; NULL for any other wakeup (only a
+ * sync one may be pulled: no lookup for the rest) or a waker without one
+ * (not a sched_ext task).
  */
 static __always_inline struct task_ctx *record_wakee(struct task_struct *p, u64 wake_flags)
 {
-	struct task_ctx *wctx = lookup_task_ctx(bpf_get_current_task_btf());
+	struct task_ctx *wctx;
 	u64 now;
 
-	if (!wctx || !(wake_flags & SCX_WAKE_SYNC))
-		return wctx;
+	if (!(wake_flags & SCX_WAKE_SYNC) ||
+	    !(wctx = lookup_task_ctx(bpf_get_current_task_btf())))
+		return NULL;
 	now = scx_bpf_now();
 	if (clock_since(now, wctx->flips_at) > 1000000000ULL) {
 		wctx->wakee_flips >>= 1;

@@ -65,9 +65,11 @@ same_llc_share() {
 	log "$WHO rounds: $(grep '^PAIR' /pp.out | sed 's/ wake_n=.*//' | tr '\n' ' ')"
 }
 
-pairs_started() { [ "$(ls /proc/"$1"/task/*/children 2>/dev/null | wc -l)" -ge 1 ] &&
-	set -- $(children "$1") && [ $# -eq 2 ] &&
-	[ "$(ls -d /proc/"$1"/task/* /proc/"$2"/task/* 2>/dev/null | wc -l)" -eq 4 ]; }
+# pairs_started PID: PID's two pair processes run two threads each.
+pairs_started() {
+	set -- $(children "$1")
+	[ $# -eq 2 ] && [ "$(ls -d /proc/"$1"/task/* /proc/"$2"/task/* 2>/dev/null | wc -l)" -eq 4 ]
+}
 
 case_begin
 same_llc_share EEVDF
