@@ -165,10 +165,10 @@ static __always_inline bool mem_keeps(struct task_ctx *tctx, u32 node, u64 now, 
  * The NUMA gate's allowance (imb_numa_nr, counted in tasks) governs a node
  * with idle CPUs.
  */
-static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *tctx,
-				       u32 own, bool commit)
+__noinline u32 balance_llc(struct task_struct *p __arg_trusted, u32 own, bool commit)
 {
-	s64 w = tctx->hog_w, A, nA, best_B, best_n, load, n;
+	struct task_ctx *tctx = lookup_task_ctx(p);
+	s64 w, A, nA, best_B, best_n, load, n;
 	u32 i, l, node, best = own, from = 0;
 	struct llc_ctx *oc;
 	const struct cpumask *m;
@@ -177,8 +177,9 @@ static __always_inline u32 balance_llc(struct task_struct *p, struct task_ctx *t
 	u64 now;
 
 	/* CPU-bound tasks only (callers: at slice end); sleepers' load comes and goes. */
-	if (tctx->full_slices < HOG_SLICES)
+	if (!tctx || tctx->full_slices < HOG_SLICES)
 		return own;
+	w = tctx->hog_w;
 	if (nr_llcs < 2 || p->nr_cpus_allowed == 1 || !w ||
 	    tctx->rq_node < 0 || tctx->rq_llc != own || own >= MAX_LLCS)
 		return own;

@@ -239,7 +239,7 @@ static __always_inline bool first_runnable_dl(u64 dsq_id, s32 cpu, u64 *dl)
  * than that of the first task of @llc_dsq_id that @cpu may run. Returns
  * whether a task was moved to its local DSQ.
  */
-static __always_inline bool cpuq_take_own(s32 cpu, u64 llc_dsq_id)
+__noinline bool cpuq_take_own(s32 cpu, u64 llc_dsq_id)
 {
 	struct task_struct *mine;
 	u64 dl;
@@ -280,7 +280,7 @@ static __always_inline bool cpuq_take(s32 cpu, s32 c)
  * own place (so thieves spread), by the LLC's bitmap: at most the LLC's
  * CPUs are looked at. Only tasks that may run on @cpu move.
  */
-static __always_inline bool cpuq_steal_in(s32 cpu, u32 llc)
+__noinline bool cpuq_steal_in(s32 cpu, u32 llc)
 {
 	struct llc_bits *b;
 	u32 start, at, i, n, d, last = 0;

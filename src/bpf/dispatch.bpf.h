@@ -25,7 +25,7 @@
 #include "vtime.bpf.h"
 
 /* @cpu takes the older head of @llc's two queues (same node). */
-static bool take_from_llc(s32 cpu, u32 llc)
+__noinline bool take_from_llc(s32 cpu, u32 llc)
 {
 	u64 dsq = llc_dsq(llc);
 	bool in_llc = scx_bpf_dsq_nr_queued(dsq) > 0;
@@ -48,7 +48,7 @@ static bool take_from_llc(s32 cpu, u32 llc)
  * found no idle CPU on their node wait: without them an idle node never
  * saw a busy node's waiting wakees, tbench at 8 clients on n2l4).
  */
-static bool pull_remote_llc(s32 cpu, u32 victim, u32 node, bool cold_only)
+__noinline bool pull_remote_llc(s32 cpu, u32 victim, u32 node, bool cold_only)
 {
 	struct llc_bits *b;
 	u32 s, i, n, at, d, last = 0;
@@ -91,7 +91,7 @@ static bool pull_remote_llc(s32 cpu, u32 victim, u32 node, bool cold_only)
  * whose task merely used up its slice (@going_idle false) keeps that task
  * rather than take one from another node.
  */
-static __always_inline bool consume_llcs(s32 cpu, bool going_idle)
+__noinline bool consume_llcs(s32 cpu, bool going_idle)
 {
 	struct numa_snap *snap = NULL;
 	u32 i, own, victim, node, vnode;
@@ -148,15 +148,15 @@ static __always_inline bool consume_llcs(s32 cpu, bool going_idle)
  * nice 0 got 1.3x nice 6's CPU, EEVDF 3.4x, with 16 loops on l2); moving
  * load between LLCs is balance_llc's job, by weight, and idle CPUs steal.
  */
-static __always_inline bool keep_first(s32 cpu, struct task_struct *prev,
-				       struct task_ctx *tctx)
+__noinline bool keep_first(s32 cpu, struct task_struct *prev __arg_trusted)
 {
+	struct task_ctx *tctx = lookup_task_ctx(prev);
 	struct task_struct *head;
 	u32 llc = llc_of(cpu);
 	bool waits = false;
 	u64 first = 0;
 
-	if (tctx->full_slices < HOG_SLICES || !tctx->run_start || swq_busy(llc))
+	if (!tctx || tctx->full_slices < HOG_SLICES || !tctx->run_start || swq_busy(llc))
 		return false;
 	head = __COMPAT_scx_bpf_dsq_peek(llc_dsq(llc));
 	if (head) {
@@ -170,7 +170,7 @@ static __always_inline bool keep_first(s32 cpu, struct task_struct *prev,
 	}
 	if (waits && time_after(deadline_if_requeued(prev, tctx, cpu, now_ns()), first))
 		return false;
-	return balance_llc(prev, tctx, llc, false) == llc && !push_candidate(prev, tctx);
+	return balance_llc(prev, llc, false) == llc && !push_candidate(prev);
 }
 
 /* kick_for_waiters() for the head of @dsq_id, if any. */

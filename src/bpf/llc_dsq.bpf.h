@@ -104,24 +104,28 @@ static __always_inline void kick_idle_cpu_in(struct task_struct *p, struct task_
  * unless another class holds that CPU or select_cpu said so (HINT_SHARED).
  * A wakeup may preempt the task running on its CPU (preempt.bpf.h).
  */
-static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
-					struct task_ctx *tctx, bool slice_end, s32 waker)
+__noinline int enqueue_llc(struct task_struct *p __arg_trusted, u64 enq_flags, bool slice_end,
+			   s32 waker)
 {
+	struct task_ctx *tctx = lookup_task_ctx(p);
 	s32 cpu = scx_bpf_task_cpu(p);
 	bool wakeup = enq_flags & SCX_ENQ_WAKEUP;
-	u32 hint = tctx->hint, llc;
+	u32 hint, llc;
 	u64 dl;
 
+	if (!tctx)
+		return 0;
+	hint = tctx->hint;
 	tctx->hint = HINT_NONE;
 	/* Queued again before it ran (dequeued behind our back): uncount it. */
 	cpuq_left(tctx);
 	if (!valid_cpu(cpu)) {
 		scx_bpf_error("task %d on invalid CPU %d", p->pid, cpu);
-		return;
+		return 0;
 	}
 	llc = requeue_llc(p, tctx, enq_flags);
 	if (slice_end)
-		llc = balance_llc(p, tctx, llc, true);
+		llc = balance_llc(p, llc, true);
 	dl = task_deadline(p, tctx, !wakeup && tctx->waiting);
 	tctx->waiting = 1;
 	path_queue(tctx, PATH_LLC, llc, STAT_INS_LLC);
@@ -146,18 +150,19 @@ static __always_inline void enqueue_llc(struct task_struct *p, u64 enq_flags,
 				kick_waker_cpu(p, cpu, waker);
 			if (wakeup)
 				maybe_preempt(p, tctx, cpu, dl);
-			return;
+			return 0;
 		}
 	}
 	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), enq_slice(p, enq_flags), dl, enq_flags);
 	if (llc != llc_of(cpu)) {
 		kick_idle_cpu_in(p, tctx, llc);
-		return;
+		return 0;
 	}
 	if (!kick_idle_cpu(p, cpu, tctx, false) && wakeup)
 		kick_waker_cpu(p, cpu, waker);
 	if (wakeup)
 		maybe_preempt(p, tctx, cpu, dl);
+	return 0;
 }
 
 #endif /* __NIMBLE_LLC_DSQ_BPF_H */

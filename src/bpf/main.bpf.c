@@ -142,7 +142,7 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 
 	/* A CPU-bound task may go to an idle CPU of another node (NUMA rule). */
-	if (why == SWQ_WHY_NONE && push_remote(p, tctx, enq_flags, slice_end))
+	if (why == SWQ_WHY_NONE && push_remote(p, enq_flags, slice_end))
 		return;
 	/*
 	 * The last runnable task of its CPU, which dispatch let go (a NUMA
@@ -157,7 +157,7 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 
 	if (swq_enqueue(p, enq_flags, tctx, why))
 		return;
-	enqueue_llc(p, enq_flags, tctx, slice_end, waker);
+	enqueue_llc(p, enq_flags, slice_end, waker);
 }
 
 /*
@@ -198,7 +198,7 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 
 	if (test_fault_due(test_stall_after_ns))
 		return;
-	if (ptctx && keep_first(cpu, prev, ptctx)) {
+	if (ptctx && keep_first(cpu, prev)) {
 		run_on(prev, ptctx, cpu);
 		return;
 	}
@@ -211,7 +211,7 @@ void BPF_STRUCT_OPS(nimble_dispatch, s32 cpu, struct task_struct *prev)
 	 * it to another node; then its slice ends and enqueue decides.
 	 */
 	if (prev_runnable) {
-		if (ptctx && push_candidate(prev, ptctx))
+		if (ptctx && push_candidate(prev))
 			return;
 		run_on(prev, ptctx, cpu);
 		return;

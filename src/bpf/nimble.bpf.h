@@ -429,6 +429,16 @@ static __always_inline struct task_ctx *lookup_task_ctx(struct task_struct *p)
 	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
 }
 
+/*
+ * Load time: the big steps of dispatch and enqueue (consume_llcs(),
+ * keep_first(), balance_llc(), enqueue_llc(), push_remote(), ...) are global
+ * functions (__noinline, not static), which the verifier checks once on
+ * their own instead of again on every path of every caller. That took
+ * dispatch from 175 726 verified instructions to 30 214 and a load in the
+ * TCG guest from 21 s to 9 s. A global function cannot take a task_ctx
+ * (it holds a kptr): it takes the task (__arg_trusted) and looks it up.
+ */
+
 /* Weights: p->scx.weight (100 = nice 0, the scale of cpu.weight) << WEIGHT_SHIFT. */
 #define NICE0_WEIGHT	(100 << WEIGHT_SHIFT)
 

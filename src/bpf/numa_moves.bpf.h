@@ -99,14 +99,14 @@ static s32 place_forked(struct task_struct *p, s32 prev, struct task_ctx *tctx)
  * balancing, at slice granularity. Other re-queues (affinity or priority
  * changes, preemption) and wakeups stay. Returns whether it was pushed.
  */
-static bool push_remote(struct task_struct *p, struct task_ctx *tctx, u64 enq_flags,
-			bool slice_end)
+__noinline bool push_remote(struct task_struct *p __arg_trusted, u64 enq_flags, bool slice_end)
 {
+	struct task_ctx *tctx = lookup_task_ctx(p);
 	s32 cpu, from = scx_bpf_task_cpu(p);
 	bool crowded;
 	u32 node;
 
-	if (!slice_end)
+	if (!slice_end || !tctx)
 		return false;
 	/* The partner of a swap, preempted by the task that took its CPU. */
 	if (swap_finish(p, tctx, from, enq_flags))
@@ -169,11 +169,12 @@ push:
  * kept running never reached enqueue, and a pair the rule lets go stayed
  * together until some other task happened to need the CPU.
  */
-static __always_inline bool push_candidate(struct task_struct *p, struct task_ctx *tctx)
+__noinline bool push_candidate(struct task_struct *p __arg_trusted)
 {
+	struct task_ctx *tctx = lookup_task_ctx(p);
 	s32 from = scx_bpf_task_cpu(p);
 
-	if (nr_nodes < 2 || p->nr_cpus_allowed == 1 || !valid_cpu(from) ||
+	if (!tctx || nr_nodes < 2 || p->nr_cpus_allowed == 1 || !valid_cpu(from) ||
 	    tctx->full_slices + 1 < NUMA_PUSH_MIN_SLICES)
 		return false;
 	if (mem_move_cpu(p, tctx, from, true, false) >= 0 || swap_partner(p, tctx, from) >= 0)
@@ -188,7 +189,7 @@ static __always_inline bool push_candidate(struct task_struct *p, struct task_ct
  * in queue order, and only tasks this CPU may run (@cold_only: that have
  * waited numa_patience_ns, cache-cold in the kernel's terms).
  */
-static bool pull_remote(u64 dsq_id, s32 cpu, u32 node, bool cold_only)
+__noinline bool pull_remote(u64 dsq_id, s32 cpu, u32 node, bool cold_only)
 {
 	struct task_struct *p;
 	struct task_ctx *tctx;

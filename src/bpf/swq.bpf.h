@@ -233,7 +233,7 @@ static bool swq_pull_shard(s32 cpu, u32 llc, u32 shard, bool affinity)
  * Take a task for @cpu from @llc's swq, shards in the CPU's order (its own
  * first). The time spent is recorded: the cost the seed measured.
  */
-static bool swq_pull(s32 cpu, u32 llc)
+__noinline bool swq_pull(s32 cpu, u32 llc)
 {
 	u32 i, n = shards_of(llc), start = shard_of(cpu), s;
 	bool affinity = swq_affinity(), got = false;
