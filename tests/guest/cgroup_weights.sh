@@ -136,7 +136,7 @@ set -- $(SETTLE=4 shares wA wB); sib=$(ratio "$1" "$2")
 log "scx_nimble: wB/wA = $sib (weights 4)"
 grep "^cgroup: w[AB] " "$SCHED_OUT" | tail -n 2 >/tmp/cglines
 lines=$(tr '\n' ';' </tmp/cglines)
-log "--stats cgroup lines: $lines"
+log "--stats cgroup lines: $lines ($(grep -c '^stats: ' "$SCHED_OUT") intervals, $(grep -c '^cgroup: ' "$SCHED_OUT") cgroup lines; last: $(grep '^cgroup: ' "$SCHED_OUT" | tail -n 2 | tr '\n' ';'))"
 expect 'grep -q "^cgroup: wB weight=400 share=80.0% cpu=" /tmp/cglines' -- "--stats does not list wB with weight 400, share 80 %: $lines"
 expect 'grep -q "^cgroup: wA weight=100 share=20.0% cpu=" /tmp/cglines' -- "--stats does not list wA with weight 100, share 20 %: $lines"
 tune --cgroup-weight off
