@@ -123,12 +123,16 @@ void BPF_STRUCT_OPS(nimble_enqueue, struct task_struct *p, u64 enq_flags)
 	/*
 	 * A task that can run on one CPU only skips select_cpu. If that CPU is
 	 * idle, go straight to it; otherwise it waits in its CPU's queue (or
-	 * its LLC DSQ) in deadline order like everyone else.
+	 * its LLC DSQ) in deadline order like everyone else. The kick is for
+	 * an enqueue from another CPU: on @cpu itself (a wakeup the kernel
+	 * queued there) the idle loop reschedules anyway, and a self-kick is
+	 * an irq_work interrupt for nothing.
 	 */
 	if (p->nr_cpus_allowed == 1 && scx_bpf_test_and_clear_cpu_idle(cpu)) {
 		path_queue(tctx, PATH_LOCAL, 0, STAT_INS_LOCAL);
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, enq_slice(p, enq_flags), enq_flags);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		if (cpu != bpf_get_smp_processor_id())
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
 

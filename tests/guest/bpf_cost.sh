@@ -30,6 +30,12 @@ load() {
 		load_tbench
 		return
 	fi
+	# LOAD=pingpong: pingpong.sh's split placement (every wakeup of a
+	# thread bound to an idle CPU), 5 s: the cost of a wakeup alone.
+	if [ "${LOAD:-}" = pingpong ]; then
+		nimble-pingpong --secs 5 --cpus-long 1-2 --cpus-short 0,3 --split >/dev/null
+		return
+	fi
 	# The same load per CPU on every topology (issue 37: cost at 8 and 64
 	# vCPUs): a hackbench group and a pipe pair per two CPUs (8 CPUs: 4).
 	# LOAD=first8: 8 CPUs' load on CPUs 0-7 only, whatever the machine. Under
