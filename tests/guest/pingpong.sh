@@ -11,8 +11,8 @@
 # waker spins while its wakee is still leaving its CPU, and the short pair
 # made 0.70-0.80x (p99 6-8 ms against 0.2-2.0; issue 35, docs/lab.md); with
 # them 0.99-1.04x over three runs. Its wakeups' p99 and longest are logged,
-# not bounded (scx_nimble's short-pair p99 0.7-1.7 ms against EEVDF's
-# 0.2-0.6), and EEVDF's longest there counts in the boot's level (below).
+# not bounded (scx_nimble's short-pair p99 0.5-4.4 ms against EEVDF's
+# 0.6-4.0 over the runs of 2026-12-06); EEVDF's are the levels (below).
 # Each placement must give, under scx_nimble, over the rounds:
 #   - each pair at least 0.8x its rounds per second under EEVDF (the issue
 #     asked for half; the old core made 0.64-0.66x on CPU 0, the fix 0.96-1.0x);
