@@ -69,6 +69,12 @@ static __always_inline s64 *cpuq_nr_of(s32 cpu)
 	return &cpuq_count[cpu & (MAX_CPUS - 1)].n;
 }
 
+/* Whether tasks may wait on @cpu's own queue (never fewer than counted). */
+static __always_inline bool cpuq_mine(s32 cpu)
+{
+	return cpu_queues && READ_ONCE(*cpuq_nr_of(cpu)) > 0;
+}
+
 /*
  * @cpu's queue was seen empty: clear its bit, then look at its count (both
  * sides use atomics, so an insert counted before the clear keeps its bit).
@@ -246,7 +252,8 @@ __noinline bool cpuq_take_own(s32 cpu, u64 llc_dsq_id)
 
 	if (!cpu_queues)
 		return false;
-	mine = __COMPAT_scx_bpf_dsq_peek(cpu_dsq(cpu));
+	/* Counted empty: no lookup of the DSQ (a CPU going idle, most often). */
+	mine = cpuq_mine(cpu) ? __COMPAT_scx_bpf_dsq_peek(cpu_dsq(cpu)) : NULL;
 	if (!mine) {
 		cpuq_bit_clear(cpu);
 		return false;

@@ -36,6 +36,18 @@ load() {
 		nimble-pingpong --secs 5 --cpus-long 1-2 --cpus-short 0,3 --split >/dev/null
 		return
 	fi
+	# LOAD=pipe: PAIRS (default 1) perf bench sched pipe pairs alone, the
+	# lab's perf pipe (every wakeup finds its previous CPU idle).
+	if [ "${LOAD:-}" = pipe ]; then
+		pids=
+		for i in $(seq 2 "${PAIRS:-1}"); do
+			perf bench sched pipe -l 5000 >/dev/null 2>&1 &
+			pids="$pids $!"
+		done
+		perf bench sched pipe -l 5000 >/dev/null 2>&1
+		wait $pids
+		return
+	fi
 	# The same load per CPU on every topology (issue 37: cost at 8 and 64
 	# vCPUs): a hackbench group and a pipe pair per two CPUs (8 CPUs: 4).
 	# LOAD=first8: 8 CPUs' load on CPUs 0-7 only, whatever the machine. Under
