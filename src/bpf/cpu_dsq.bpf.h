@@ -321,11 +321,13 @@ __noinline bool cpuq_steal_in(s32 cpu, u32 llc)
  */
 static __always_inline void rescue_from(s32 c)
 {
-	s64 n = scx_bpf_dsq_nr_queued(cpu_dsq(c));
 	struct task_struct *head;
+	s64 n;
 
 	if (!cpu_taken(c))
 		return;
+	/* Taken (rare): now look the queue up; its count says if it may hold any. */
+	n = cpuq_mine(c) ? scx_bpf_dsq_nr_queued(cpu_dsq(c)) : 0;
 	if (n <= 0) {
 		cpuq_bit_clear(c);
 		return;

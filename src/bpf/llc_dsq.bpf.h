@@ -130,6 +130,20 @@ static __always_inline void kick_idle_cpu_in(struct task_struct *p, struct task_
 }
 
 /*
+ * @p (deadline @dl) was queued on @cpu's own queue or its LLC's: wake an
+ * idle CPU for it, else (a wakeup) its waker's CPU, and let a wakeup
+ * preempt @cpu's task if it is due first.
+ */
+static __always_inline void after_queued(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+					 u64 dl, s32 waker, bool wakeup)
+{
+	if (!kick_idle_cpu(p, cpu, tctx, false) && wakeup)
+		kick_waker_cpu(p, cpu, waker);
+	if (wakeup)
+		maybe_preempt(p, tctx, cpu, dl);
+}
+
+/*
  * Queue @p on the DSQ of the LLC of the CPU it is on (which it may use) or,
  * when its slice ended there (@slice_end), of a less loaded LLC of the
  * node; a wakeup waits on its CPU's own queue instead (cpu_dsq.bpf.h),
@@ -178,10 +192,7 @@ __noinline int enqueue_llc(struct task_struct *p __arg_trusted, u64 enq_flags, b
 		if (hint == HINT_NONE && p->nr_cpus_allowed > 1 && cpu_taken(cpu)) {
 			stat_inc(STAT_TAKEN_SKIP);
 		} else if (cpuq_insert(p, tctx, cpu, dl, enq_flags, hint == HINT_WAKER)) {
-			if (!kick_idle_cpu(p, cpu, tctx, false) && wakeup)
-				kick_waker_cpu(p, cpu, waker);
-			if (wakeup)
-				maybe_preempt(p, tctx, cpu, dl);
+			after_queued(p, tctx, cpu, dl, waker, wakeup);
 			return 0;
 		}
 	}
@@ -190,10 +201,7 @@ __noinline int enqueue_llc(struct task_struct *p __arg_trusted, u64 enq_flags, b
 		kick_idle_cpu_in(p, tctx, llc);
 		return 0;
 	}
-	if (!kick_idle_cpu(p, cpu, tctx, false) && wakeup)
-		kick_waker_cpu(p, cpu, waker);
-	if (wakeup)
-		maybe_preempt(p, tctx, cpu, dl);
+	after_queued(p, tctx, cpu, dl, waker, wakeup);
 	return 0;
 }
 
