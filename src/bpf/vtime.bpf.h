@@ -240,11 +240,18 @@ static __always_inline void scale_slice(struct task_struct *p, s32 cpu)
 {
 	u32 llc = llc_of(cpu);
 	u64 n = llc_nr_cpus[llc & (MAX_LLCS - 1)], s = p->scx.slice;
+	s64 q;
 
-	/* Off (the default: --slice-min-us = the slice): no queue lookup. */
+	/* Off (the default: --slice-min-us = the slice). */
 	if (!n || s <= slice_min_ns || s == SCX_SLICE_INF)
 		return;
-	s = s * n / (n + scx_bpf_dsq_nr_queued(llc));	/* LLC DSQ id = LLC id */
+	/*
+	 * What waits in the LLC: its DSQ and its CPUs' own queues, where
+	 * wakeups that found no idle CPU wait (the DSQ alone missed most of
+	 * the queue since those came in).
+	 */
+	q = READ_ONCE(llc_ctx(llc)->dsq_nr) + READ_ONCE(llc_ctx(llc)->cpuq_nr);
+	s = s * n / (n + (q > 0 ? q : 0));
 	if (s < slice_min_ns)
 		s = slice_min_ns;
 	p->scx.slice = s;
