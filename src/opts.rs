@@ -17,7 +17,8 @@ pub struct Opts {
     pub slice_us: u64,
 
     /// Shortest slice in microseconds: a task's slice shrinks as its LLC's
-    /// queue grows (slice * CPUs / (CPUs + queued)), but not below this.
+    /// queues grow (slice * CPUs / (CPUs + queued), counting the LLC DSQ
+    /// and its CPUs' own queues), but not below this.
     /// Smaller turns a long queue over faster; larger switches less. The
     /// default (the slice) keeps slices whole: shrinking them cost hackbench
     /// in the VM.

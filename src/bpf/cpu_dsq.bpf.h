@@ -69,12 +69,6 @@ static __always_inline s64 *cpuq_nr_of(s32 cpu)
 	return &cpuq_count[cpu & (MAX_CPUS - 1)].n;
 }
 
-/* Whether tasks may wait on @cpu's own queue (never fewer than counted). */
-static __always_inline bool cpuq_mine(s32 cpu)
-{
-	return cpu_queues && READ_ONCE(*cpuq_nr_of(cpu)) > 0;
-}
-
 /*
  * @cpu's queue was seen empty: clear its bit, then look at its count (both
  * sides use atomics, so an insert counted before the clear keeps its bit).
@@ -252,8 +246,7 @@ __noinline bool cpuq_take_own(s32 cpu, u64 llc_dsq_id)
 
 	if (!cpu_queues)
 		return false;
-	/* Counted empty: no lookup of the DSQ (a CPU going idle, most often). */
-	mine = cpuq_mine(cpu) ? __COMPAT_scx_bpf_dsq_peek(cpu_dsq(cpu)) : NULL;
+	mine = __COMPAT_scx_bpf_dsq_peek(cpu_dsq(cpu));
 	if (!mine) {
 		cpuq_bit_clear(cpu);
 		return false;
@@ -321,13 +314,11 @@ __noinline bool cpuq_steal_in(s32 cpu, u32 llc)
  */
 static __always_inline void rescue_from(s32 c)
 {
+	s64 n = scx_bpf_dsq_nr_queued(cpu_dsq(c));
 	struct task_struct *head;
-	s64 n;
 
 	if (!cpu_taken(c))
 		return;
-	/* Taken (rare): now look the queue up; its count says if it may hold any. */
-	n = cpuq_mine(c) ? scx_bpf_dsq_nr_queued(cpu_dsq(c)) : 0;
 	if (n <= 0) {
 		cpuq_bit_clear(c);
 		return;

@@ -22,38 +22,6 @@ static __always_inline u64 llc_dsq(u32 llc)
 	return llc;
 }
 
-/*
- * Whether tasks may wait in @llc's DSQ: a count from the insert until the
- * task runs or leaves (queue_left()), so never below the DSQ's length. A
- * CPU going idle reads it for every LLC it may take from: the kfunc that
- * counts a DSQ looks it up by id each time, and under TCG that was most of
- * a going-idle dispatch's 10 us (four pipe pairs, nothing ever waiting).
- */
-static __always_inline bool llcq_waiting(u32 llc)
-{
-	return READ_ONCE(llc_ctx(llc)->dsq_nr) > 0;
-}
-
-/* @p (@tctx) goes into @llc's DSQ: count it there. */
-static __always_inline void llcq_insert(struct task_struct *p, struct task_ctx *tctx, u32 llc,
-					u64 dl, u64 enq_flags)
-{
-	tctx->llcq = llc + 1;
-	__sync_fetch_and_add(&llc_ctx(llc)->dsq_nr, 1);	/* before the task lands */
-	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), enq_slice(p, enq_flags), dl, enq_flags);
-}
-
-/* @p left the queue it waited on (ran, was dequeued, exited): uncount it. */
-static __always_inline void queue_left(struct task_ctx *tctx)
-{
-	s32 llc = tctx->llcq - 1;
-
-	cpuq_left(tctx);
-	tctx->llcq = 0;
-	if (llc >= 0)
-		__sync_fetch_and_add(&llc_ctx(llc)->dsq_nr, -1);
-}
-
 static __always_inline s32 create_llc_dsqs(void)
 {
 	s32 llc, err;
@@ -164,7 +132,7 @@ __noinline int enqueue_llc(struct task_struct *p __arg_trusted, u64 enq_flags, b
 	hint = tctx->hint;
 	tctx->hint = HINT_NONE;
 	/* Queued again before it ran (dequeued behind our back): uncount it. */
-	queue_left(tctx);
+	cpuq_left(tctx);
 	if (!valid_cpu(cpu)) {
 		scx_bpf_error("task %d on invalid CPU %d", p->pid, cpu);
 		return 0;
@@ -196,7 +164,7 @@ __noinline int enqueue_llc(struct task_struct *p __arg_trusted, u64 enq_flags, b
 			return 0;
 		}
 	}
-	llcq_insert(p, tctx, llc, dl, enq_flags);
+	scx_bpf_dsq_insert_vtime(p, llc_dsq(llc), enq_slice(p, enq_flags), dl, enq_flags);
 	if (llc != llc_of(cpu)) {
 		kick_idle_cpu_in(p, tctx, llc);
 		return 0;

@@ -260,7 +260,7 @@ void BPF_STRUCT_OPS(nimble_running, struct task_struct *p)
 	tctx->waiting = 0;
 	tctx->waker = 0;	/* a wakeup select_cpu placed itself never reaches enqueue */
 	note_taken(cpu, false);	/* ours again, if another class held it */
-	queue_left(tctx);
+	cpuq_left(tctx);
 	cur_running(p, tctx, cpu, tctx->run_start);	/* before path_run: reads the path */
 	swap_post(p, tctx, cpu);
 	scale_slice(p, cpu);
@@ -310,7 +310,7 @@ void BPF_STRUCT_OPS(nimble_quiescent, struct task_struct *p, u64 deq_flags)
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
 	if (tctx) {
-		queue_left(tctx);
+		cpuq_left(tctx);
 		node_quiescent(tctx);
 		cg_quiescent(tctx);
 		tctx->bw_parked = 0;	/* out of the counts already */
@@ -375,7 +375,7 @@ static __always_inline void close_books(struct task_struct *p)
 
 	if (tctx) {
 		path_drop(tctx);
-		queue_left(tctx);
+		cpuq_left(tctx);
 		node_quiescent(tctx);
 		cg_quiescent(tctx);
 	}

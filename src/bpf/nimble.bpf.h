@@ -294,7 +294,6 @@ struct llc_ctx {
 	s64 load;		/* summed weights of its runnable tasks (NICE0_WEIGHT each at nice 0) */
 	s64 nr_running;		/* and their number (statistics; the NUMA rule counts nodes) */
 	s64 cpuq_nr;		/* tasks waiting in its CPUs' own queues (cpu_dsq.bpf.h) */
-	s64 dsq_nr;		/* tasks in its LLC DSQ, never fewer (llc_dsq.bpf.h) */
 	u64 stuck_since;	/* uneven with no move since (balance.bpf.h), 0: not */
 	s64 hog_load;		/* the part of load that CPU-bound tasks carry */
 	s64 load_avg;		/* load averaged over time (vtime.bpf.h) */
@@ -382,8 +381,6 @@ struct task_ctx {
 	u32 swq_why;
 	/* 1 + the CPU whose own queue holds it (cpu_dsq.bpf.h), 0: none. */
 	s32 cpuq;
-	/* 1 + the LLC whose DSQ holds it (llc_dsq.bpf.h), 0: none. */
-	s32 llcq;
 	/* Where select_cpu wants enqueue to queue a wakeup (enum enq_hint). */
 	u32 hint;
 	/*

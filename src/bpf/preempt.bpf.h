@@ -146,7 +146,7 @@ static __always_inline void tick_preempt(s32 cpu)
 	struct task_struct *head;
 	struct task_ctx *htctx;
 
-	if (!wake_preempt || !valid_cpu(cpu) || !cpuq_mine(cpu))
+	if (!wake_preempt || !cpu_queues || !valid_cpu(cpu))
 		return;
 	head = __COMPAT_scx_bpf_dsq_peek(cpu_dsq(cpu));
 	if (!head || !(htctx = lookup_task_ctx(head)))
@@ -160,7 +160,7 @@ static __always_inline bool sidle_cpu(struct task_struct *p, s32 cpu)
 	return valid_cpu(cpu) && READ_ONCE(cur_of(cpu)->v.deadline) &&
 	       cur_of(cpu)->v.class == TASK_IDLE &&
 	       bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
-	       !cpuq_mine(cpu);
+	       (!cpu_queues || !scx_bpf_dsq_nr_queued(cpu_dsq(cpu)));
 }
 
 /*

@@ -242,15 +242,15 @@ static __always_inline void scale_slice(struct task_struct *p, s32 cpu)
 	u64 n = llc_nr_cpus[llc & (MAX_LLCS - 1)], s = p->scx.slice;
 	s64 q;
 
-	/* Off (the default: --slice-min-us = the slice). */
+	/* Off (the default: --slice-min-us = the slice): no queue lookup. */
 	if (!n || s <= slice_min_ns || s == SCX_SLICE_INF)
 		return;
 	/*
-	 * What waits in the LLC: its DSQ and its CPUs' own queues, where
-	 * wakeups that found no idle CPU wait (the DSQ alone missed most of
-	 * the queue since those came in).
+	 * What waits in the LLC: its DSQ (id = LLC id) and its CPUs' own
+	 * queues, where wakeups that found no idle CPU wait (the DSQ alone
+	 * missed most of the queue since those came in).
 	 */
-	q = READ_ONCE(llc_ctx(llc)->dsq_nr) + READ_ONCE(llc_ctx(llc)->cpuq_nr);
+	q = scx_bpf_dsq_nr_queued(llc) + READ_ONCE(llc_ctx(llc)->cpuq_nr);
 	s = s * n / (n + (q > 0 ? q : 0));
 	if (s < slice_min_ns)
 		s = slice_min_ns;
