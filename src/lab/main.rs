@@ -56,10 +56,11 @@ VARIANTS (--variants, comma-separated, repeatable; LABEL=SPEC names one):
                           the values found at the start, restored after), e.g.
                           'eevdf-nb0=eevdf{kernel.numa_balancing=0}'
 
-METHOD: --runs rounds; in each, every variant (rotated order) attaches once and runs every
-workload at every point, then detaches; a sample counts only if the scheduler stayed
-attached. Every sample is kept. Tables print `value (pct vs baseline)`, positive = better,
-value = median (or --stat mean); the JSON has mean, stddev, median, min, max and all samples.
+METHOD: --runs rounds; in each, every variant (order rotated each round, reversed in odd
+rounds) attaches once and runs every workload at every point, then detaches; a sample
+counts only if the scheduler stayed attached. Every sample is kept. Tables print
+`value (pct vs baseline)`, positive = better, value = median (or --stat mean); the JSON
+has mean, stddev, median, min, max and all samples.
 
 REPORT: nimble-lab report FILE.json [--markdown] [--stat mean] [--plot-dir DIR] [--no-plots]
 redraws a saved run's tables and plots. Progress: a bar on a terminal (samples done, round,
