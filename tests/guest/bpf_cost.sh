@@ -25,6 +25,21 @@ load_tbench() {
 	wait "$srv"
 }
 
+# pipe_pairs N LOOPS [PIN...]: N perf bench sched pipe pairs at once,
+# LOOPS round trips each, optionally under PIN (taskset ...).
+pipe_pairs() {
+	n=$1 loops=$2
+	shift 2
+	pids=
+	for i in $(seq 2 "$n"); do
+		"$@" perf bench sched pipe -l "$loops" >/dev/null 2>&1 &
+		pids="$pids $!"
+	done
+	"$@" perf bench sched pipe -l "$loops" >/dev/null 2>&1
+	# Not a bare wait: the scheduler is a background job of this shell too.
+	wait $pids
+}
+
 load() {
 	if [ "${LOAD:-}" = tbench ]; then
 		load_tbench
@@ -39,13 +54,7 @@ load() {
 	# LOAD=pipe: PAIRS (default 1) perf bench sched pipe pairs alone, the
 	# lab's perf pipe (every wakeup finds its previous CPU idle).
 	if [ "${LOAD:-}" = pipe ]; then
-		pids=
-		for i in $(seq 2 "${PAIRS:-1}"); do
-			perf bench sched pipe -l 5000 >/dev/null 2>&1 &
-			pids="$pids $!"
-		done
-		perf bench sched pipe -l 5000 >/dev/null 2>&1
-		wait $pids
+		pipe_pairs "${PAIRS:-1}" 5000
 		return
 	fi
 	# The same load per CPU on every topology (issue 37: cost at 8 and 64
@@ -62,14 +71,8 @@ load() {
 		pin="taskset -c 0-7"
 	fi
 	$pin hackbench -g "$half" -l 50 >/dev/null 2>&1
-	pids=
-	for i in $(seq 2 "$half"); do
-		$pin perf bench sched pipe -l 3000 >/dev/null 2>&1 &
-		pids="$pids $!"
-	done
-	$pin perf bench sched pipe -l 3000 >/dev/null 2>&1
-	# Not a bare wait: the scheduler is a background job of this shell too.
-	wait $pids
+	# shellcheck disable=SC2086 # $pin: a command and its arguments, or nothing
+	pipe_pairs "$half" 3000 $pin
 }
 
 sysctl -qw kernel.bpf_stats_enabled=1 || fail "cannot enable BPF run-time stats"
