@@ -42,14 +42,23 @@
  * for microseconds (moving a running task, a CPU going down): not a
  * taker. Seen as one, a CPU that then went idle stayed "taken" and its
  * node lost a CPU for the NUMA rule (a pair of loops v3 spreads stayed).
+ * Each CPU's stop task is its runqueue's rq->stop, read without the rq
+ * lock: the pointer is set once per CPU at boot. The per-CPU runqueues
+ * (common.bpf.h) have a type in the kernel's BTF, so libbpf resolves them
+ * from it; the stop_sched_class symbol this compared with before has none
+ * (only per-CPU variables do), and a typeless ksym makes libbpf read all
+ * of /proc/kallsyms at every load: 7-12 s of each 9-18 s load under TCG.
  */
-extern const void stop_sched_class __ksym __weak;
 
-/* Whether @p, running on a CPU, holds it for a class above sched_ext. */
-static __always_inline bool holds_cpu(const struct task_struct *p)
+/* Whether @p, running on @cpu, holds it for a class above sched_ext. */
+static __always_inline bool holds_cpu(const struct task_struct *p, s32 cpu)
 {
-	return p->prio < NIMBLE_MAX_RT_PRIO &&
-	       (void *)p->sched_class != (void *)&stop_sched_class;
+	struct rq *rq;
+
+	if (p->prio >= NIMBLE_MAX_RT_PRIO)
+		return false;
+	rq = bpf_per_cpu_ptr(&runqueues, cpu);
+	return !rq || (void *)rq->stop != (void *)p;
 }
 
 /* Per LLC: which of its CPUs another class was last seen holding. */
@@ -97,7 +106,7 @@ static __always_inline bool cpu_taken(s32 cpu)
 	bpf_rcu_read_lock();
 	curr = scx_bpf_cpu_curr(cpu);
 	if (curr)
-		taken = holds_cpu(curr);
+		taken = holds_cpu(curr, cpu);
 	bpf_rcu_read_unlock();
 	note_taken(cpu, taken);
 	return taken;
@@ -111,7 +120,7 @@ static __always_inline bool cpu_taken(s32 cpu)
  */
 static __always_inline void cpu_going_idle(s32 cpu, struct task_struct *prev)
 {
-	note_taken(cpu, prev && prev->on_rq && holds_cpu(prev));
+	note_taken(cpu, prev && prev->on_rq && holds_cpu(prev, cpu));
 }
 
 /*
