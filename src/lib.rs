@@ -6,6 +6,7 @@
 //! src/bpf/intf.h and the one-line error format.
 
 pub mod bpf_intf;
+mod bpf_object;
 pub mod cli_line;
 pub mod core_rules;
 pub mod hist;
