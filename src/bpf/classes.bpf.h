@@ -43,7 +43,8 @@
  * taker. Seen as one, a CPU that then went idle stayed "taken" and its
  * node lost a CPU for the NUMA rule (a pair of loops v3 spreads stayed).
  * Each CPU's stop task is its runqueue's rq->stop, read without the rq
- * lock: the pointer is set once per CPU at boot. The per-CPU runqueues
+ * lock: it is set when the CPU's stopper thread is created and never
+ * changed (hotplug parks and unparks that thread). The per-CPU runqueues
  * (common.bpf.h) have a type in the kernel's BTF, so libbpf resolves them
  * from it; the stop_sched_class symbol this compared with before has none
  * (only per-CPU variables do), and a typeless ksym makes libbpf read all
