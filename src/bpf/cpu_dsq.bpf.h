@@ -44,6 +44,12 @@ static __always_inline u64 cpu_dsq(s32 cpu)
 	return CPU_DSQ_BASE + (u32)cpu;
 }
 
+/* Whether tasks wait on @cpu's own queue (none while the queues are off). */
+static __always_inline bool cpuq_mine(s32 cpu)
+{
+	return cpu_queues && scx_bpf_dsq_nr_queued(cpu_dsq(cpu)) > 0;
+}
+
 /* Per LLC: which of its CPUs may have tasks on their own queue (a hint). */
 struct llc_bits llc_cpuq[MAX_LLCS];
 

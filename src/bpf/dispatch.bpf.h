@@ -28,7 +28,7 @@
 __noinline bool take_from_llc(s32 cpu, u32 llc)
 {
 	u64 dsq = llc_dsq(llc);
-	bool in_llc = scx_bpf_dsq_nr_queued(dsq) > 0;
+	bool in_llc = llcq_waiting(llc);
 	bool in_swq = swq_busy(llc);
 
 	if (in_swq && (!in_llc || swq_head_since(cpu, llc) <= queue_head_since(dsq))) {
@@ -54,8 +54,7 @@ __noinline bool pull_remote_llc(s32 cpu, u32 victim, u32 node, bool cold_only)
 	u32 s, i, n, at, d, last = 0;
 	s32 c;
 
-	if (scx_bpf_dsq_nr_queued(llc_dsq(victim)) > 0 &&
-	    pull_remote(llc_dsq(victim), cpu, node, cold_only))
+	if (llcq_waiting(victim) && pull_remote(llc_dsq(victim), cpu, node, cold_only))
 		return true;
 	if (swq_busy(victim)) {
 		bpf_for(s, 0, shards_of(victim)) {
@@ -116,8 +115,7 @@ __noinline bool consume_llcs(s32 cpu, bool going_idle)
 				return true;
 			continue;
 		}
-		if (!scx_bpf_dsq_nr_queued(llc_dsq(victim)) && !swq_busy(victim) &&
-		    !cpuq_waiting(victim))
+		if (!llcq_waiting(victim) && !swq_busy(victim) && !cpuq_waiting(victim))
 			continue;
 		if (!going_idle)
 			break;	/* steal order: only other nodes are left */
@@ -203,8 +201,8 @@ static __always_inline void kick_for_waiters(s32 cpu)
 	if (nr_nodes < 2 || !valid_cpu(cpu))
 		return;
 	llc = llc_of(cpu);
-	in_llc = scx_bpf_dsq_nr_queued(llc_dsq(llc)) > 0;
-	in_own = cpu_queues && scx_bpf_dsq_nr_queued(cpu_dsq(cpu)) > 0;
+	in_llc = llcq_waiting(llc);
+	in_own = cpuq_mine(cpu);
 	if (!in_llc && !in_own)
 		return;
 	if (in_llc)

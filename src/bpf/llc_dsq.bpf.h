@@ -22,6 +22,12 @@ static __always_inline u64 llc_dsq(u32 llc)
 	return llc;
 }
 
+/* Whether tasks wait in @llc's DSQ. */
+static __always_inline bool llcq_waiting(u32 llc)
+{
+	return scx_bpf_dsq_nr_queued(llc_dsq(llc)) > 0;
+}
+
 static __always_inline s32 create_llc_dsqs(void)
 {
 	s32 llc, err;

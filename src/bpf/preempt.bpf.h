@@ -160,7 +160,7 @@ static __always_inline bool sidle_cpu(struct task_struct *p, s32 cpu)
 	return valid_cpu(cpu) && READ_ONCE(cur_of(cpu)->v.deadline) &&
 	       cur_of(cpu)->v.class == TASK_IDLE &&
 	       bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
-	       (!cpu_queues || !scx_bpf_dsq_nr_queued(cpu_dsq(cpu)));
+	       !cpuq_mine(cpu);
 }
 
 /*
