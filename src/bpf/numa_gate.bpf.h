@@ -129,7 +129,7 @@ static struct numa_snap *numa_snapshot(const struct cpumask *allowed, s32 self)
 		}
 		run = node_ctx(k)->nr_running;
 		s->run[k] = run > 0 ? run : 0;
-		s->load[k] = node_load(k);
+		s->load[k] = node_ctx(k)->load_avg;
 		s->cpus[k] = node_cap(k);	/* CPUs held by RT/DL left out */
 	}
 	if (valid_cpu(self) && !bpf_cpumask_test_cpu(self, idle))

@@ -94,34 +94,6 @@ static s32 place_forked(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 #define NUMA_PUSH_VOTES		5
 
 /*
- * Whether the rule would let a task leave @from if each node's idle CPUs
- * were read from its averaged load (CPUs less the rounded average of
- * runnable tasks) instead of the idle mask at this instant.
- */
-static bool push_on_average(u32 from)
-{
-	struct numa_snap *s = numa_snapshot(NULL, -1);
-	u32 i, k, n;
-	s64 avg;
-
-	if (!s)
-		return true;
-	bpf_for(k, 0, nr_nodes) {
-		if (k >= MAX_NODES)
-			break;
-		avg = (s->load[k] + (1 << (NODE_LOAD_SHIFT - 1))) >> NODE_LOAD_SHIFT;
-		s->run[k] = avg;
-		s->idle[k] = s->cpus[k] > avg ? s->cpus[k] - avg : 0;
-	}
-	bpf_for(i, 1, nr_nodes) {
-		n = node_by_distance(from, i) & (MAX_NODES - 1);
-		if (s->idle[n] && numa_pull_ok(s, n, from, false) != NUMA_KEEP)
-			return true;
-	}
-	return false;
-}
-
-/*
  * A CPU-bound task whose slice ended (@slice_end) goes straight to an idle
  * CPU of another node if the rule lets it go: the kernel's active
  * balancing, at slice granularity. Other re-queues (affinity or priority
@@ -159,8 +131,7 @@ __noinline bool push_remote(struct task_struct *p __arg_trusted, u64 enq_flags, 
 	 */
 	crowded = node_crowded(node_of(from));
 	/* Look first (claiming an idle CPU it then does not use would hide it). */
-	if (pick_idle_remote(p, tctx, node_of(from), crowded, false) < 0 ||
-	    (!crowded && !push_on_average(node_of(from)))) {
+	if (pick_idle_remote(p, tctx, node_of(from), crowded, false) < 0) {
 		tctx->push_votes = 0;
 		return false;
 	}
