@@ -1,6 +1,7 @@
 #!/bin/sh
 # Where schbench's wakeups wait, traced (docs/lab.md, stop 57). Runs in the
-# VM guest, EEVDF then scx_nimble (extra flags in NARGS) in the same boot:
+# VM guest, EEVDF then scx_nimble (extra flags in NARGS; another scheduler
+# added to the guest in SCHED, e.g. SCHED=scx_lavd) in the same boot:
 #   vm/nimble-vm run --add bench/schbench_waits.sh:/bin/sbw \
 #     --add target/release/build/scx_nimble-*/out/schbench:/bin/schbench \
 #     --topo n2l4 -- "W=4 sh /bin/sbw"
@@ -203,10 +204,10 @@ go() {
 for r in $(seq "${ROUNDS:-1}"); do
 	go eevdf
 	# shellcheck disable=SC2086
-	scx_nimble $NARGS >"$SCHED_OUT" 2>"$SCHED_ERR" &
+	${SCHED:-scx_nimble} $NARGS >"$SCHED_OUT" 2>"$SCHED_ERR" &
 	SCHED_PID=$!
 	wait_until 600 "did not attach" enabled_any
-	go nimble
+	go "${SCHED:-nimble}"
 	kill -INT $SCHED_PID
 	wait $SCHED_PID
 done
