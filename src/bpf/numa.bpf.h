@@ -22,7 +22,8 @@ struct node_ctx {
 	u64 overloaded_since;
 	s64 hog_load;		/* its LLCs' hog_load summed (balance.bpf.h) */
 	s64 taken_nr;		/* its CPUs another class holds (classes.bpf.h) */
-	u64 pad[3];
+	u64 avg_at;		/* when a tick last moved load_avg */
+	u64 pad[2];
 };
 struct node_ctx nodes[MAX_NODES];
 
@@ -93,9 +94,30 @@ static __always_inline bool node_crowded(u32 node)
  * lets other nodes take any of its waiting tasks, whatever the rule says.
  */
 
+/*
+ * Only ticks of the node's busy CPUs move load_avg: a node whose CPUs all
+ * idle kept its last average (1.3 tasks on an empty node). After
+ * NODE_AVG_STALE_NS without a tick its load is its runnable count now.
+ */
+#define NODE_AVG_STALE_NS	(32ULL * 1000 * 1000)
+
+static __always_inline s64 node_load_at(u32 n, u64 now)
+{
+	struct node_ctx *nc = node_ctx(n);
+
+	if (clock_since(now, READ_ONCE(nc->avg_at)) >= NODE_AVG_STALE_NS)
+		return READ_ONCE(nc->nr_running) << NODE_LOAD_SHIFT;
+	return nc->load_avg;
+}
+
+static __always_inline s64 node_load(u32 n)
+{
+	return node_load_at(n, now_ns());
+}
+
 static __always_inline bool node_load_over(u32 n)
 {
-	return node_ctx(n)->load_avg > (node_cap(n) << NODE_LOAD_SHIFT);
+	return node_load(n) > (node_cap(n) << NODE_LOAD_SHIFT);
 }
 
 static __always_inline void node_tick(s32 cpu)
@@ -110,10 +132,12 @@ static __always_inline void node_tick(s32 cpu)
 	n = node_of(cpu);
 	nc = node_ctx(n);
 	run = nc->nr_running;
-	avg = nc->load_avg;
+	avg = node_load_at(n, now);
 	/* Racy read-modify-write from the node's CPUs: a lost update is harmless. */
-	nc->load_avg = avg + (((run << NODE_LOAD_SHIFT) - avg) >> 3);
-	if (!node_load_over(n))
+	avg += ((run << NODE_LOAD_SHIFT) - avg) >> 3;
+	nc->load_avg = avg;
+	WRITE_ONCE(nc->avg_at, now);
+	if (avg <= (node_cap(n) << NODE_LOAD_SHIFT))
 		nc->overloaded_since = 0;
 	else if (!nc->overloaded_since)
 		nc->overloaded_since = now;

@@ -101,6 +101,7 @@ static struct numa_snap *numa_snapshot(const struct cpumask *allowed, s32 self)
 	struct bpf_cpumask *tmp;
 	struct numa_snap *s;
 	u32 zero = 0, n, k;
+	u64 now = now_ns();
 	s64 run;
 
 	s = bpf_map_lookup_elem(&numa_snaps, &zero);
@@ -129,12 +130,40 @@ static struct numa_snap *numa_snapshot(const struct cpumask *allowed, s32 self)
 		}
 		run = node_ctx(k)->nr_running;
 		s->run[k] = run > 0 ? run : 0;
-		s->load[k] = node_ctx(k)->load_avg;
+		s->load[k] = node_load_at(k, now);
 		s->cpus[k] = node_cap(k);	/* CPUs held by RT/DL left out */
 	}
 	if (valid_cpu(self) && !bpf_cpumask_test_cpu(self, idle))
 		s->idle[node_of(self) & (MAX_NODES - 1)]++;
 	scx_bpf_put_idle_cpumask(idle);
+	return s;
+}
+
+/*
+ * Every node as its averaged load has it: runnable tasks the rounded
+ * average, idle CPUs the rest of its capacity. No idle mask is read: a
+ * kernel thread or an unanswered idle kick taking a CPU for a moment does
+ * not show (the NUMA push's second opinion, numa_moves.bpf.h).
+ */
+static struct numa_snap *numa_snapshot_averaged(void)
+{
+	struct numa_snap *s;
+	u32 zero = 0, n, k;
+	u64 now = now_ns();
+	s64 avg;
+
+	s = bpf_map_lookup_elem(&numa_snaps, &zero);
+	if (!s)
+		return NULL;
+	bpf_for(n, 0, nr_nodes) {
+		k = n & (MAX_NODES - 1);
+		s->load[k] = node_load_at(k, now);
+		avg = (s->load[k] + (1 << (NODE_LOAD_SHIFT - 1))) >> NODE_LOAD_SHIFT;
+		s->run[k] = avg > 0 ? avg : 0;
+		s->cpus[k] = node_cap(k);
+		s->allowed[k] = node_nr_cpus[k];
+		s->idle[k] = s->cpus[k] > s->run[k] ? s->cpus[k] - s->run[k] : 0;
+	}
 	return s;
 }
 

@@ -94,6 +94,26 @@ static s32 place_forked(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 #define NUMA_PUSH_VOTES		5
 
 /*
+ * Whether the rule would let a task leave @from if each node's idle CPUs
+ * were read from its averaged load instead of the idle mask at this
+ * instant (numa_snapshot_averaged()).
+ */
+static bool push_on_average(u32 from)
+{
+	struct numa_snap *s = numa_snapshot_averaged();
+	u32 i, n;
+
+	if (!s)
+		return true;
+	bpf_for(i, 1, nr_nodes) {
+		n = node_by_distance(from, i) & (MAX_NODES - 1);
+		if (s->idle[n] && numa_pull_ok(s, n, from, false) != NUMA_KEEP)
+			return true;
+	}
+	return false;
+}
+
+/*
  * A CPU-bound task whose slice ended (@slice_end) goes straight to an idle
  * CPU of another node if the rule lets it go: the kernel's active
  * balancing, at slice granularity. Other re-queues (affinity or priority
@@ -131,7 +151,8 @@ __noinline bool push_remote(struct task_struct *p __arg_trusted, u64 enq_flags, 
 	 */
 	crowded = node_crowded(node_of(from));
 	/* Look first (claiming an idle CPU it then does not use would hide it). */
-	if (pick_idle_remote(p, tctx, node_of(from), crowded, false) < 0) {
+	if (pick_idle_remote(p, tctx, node_of(from), crowded, false) < 0 ||
+	    (!crowded && !push_on_average(node_of(from)))) {
 		tctx->push_votes = 0;
 		return false;
 	}
