@@ -98,22 +98,34 @@ mkdir -p $CG/nimble_a $CG/nimble_b
 MOVE_S=$(by_tier 20 8)
 stress-ng --cpu "$N" --timeout $((MOVE_S + 5))s >/dev/null 2>&1 &
 HOGS=$!
-(while kill -0 $HOGS 2>/dev/null; do hackbench -g 1 -l 20 >/dev/null 2>&1; done) &
+# Every hackbench run beside the moves is counted, and a failed one named.
+rm -f /tmp/hb.runs /tmp/hb.fail
+(while kill -0 $HOGS 2>/dev/null; do
+	echo >>/tmp/hb.runs
+	hackbench -g 1 -l 20 >/tmp/hb.out 2>&1 || { echo "exit $?: $(tail -n 1 /tmp/hb.out)" >>/tmp/hb.fail; }
+done) &
 BENCH=$!
-moves=0 round=0
+# A move counts when the kernel shows the task in its new cgroup
+# (/proc/PID/cgroup), not when the write succeeded.
+moves=0 writes=0 round=0
 end=$(($(cut -d. -f1 /proc/uptime) + MOVE_S))
 while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do
 	round=$((round + 1))
 	[ $((round % 2)) -eq 0 ] && g=nimble_a || g=nimble_b
 	for p in $HOGS $(children $HOGS); do
-		echo "$p" >$CG/$g/cgroup.procs 2>/dev/null && moves=$((moves + 1))
+		echo "$p" >$CG/$g/cgroup.procs 2>/dev/null || continue
+		writes=$((writes + 1))
+		read -r now 2>/dev/null </proc/"$p"/cgroup && [ "$now" = "0::/$g" ] && moves=$((moves + 1))
 	done
 	sleep 0.2
 done
 kill $HOGS
 wait $HOGS $BENCH
-[ "$moves" -ge $((MOVE_S * 5 / 2)) ] || fail "only $moves cgroup moves in $MOVE_S s"
-log "cgroups: $moves moves"
+[ "$moves" -ge $((MOVE_S * 5 / 2)) ] || fail "only $moves cgroup moves seen in /proc/PID/cgroup in $MOVE_S s"
+[ ! -s /tmp/hb.fail ] || fail "hackbench failed beside the cgroup moves: $(head -n 3 /tmp/hb.fail)"
+runs=$(wc -l </tmp/hb.runs)
+[ "$runs" -ge 1 ] || fail "no hackbench ran beside the cgroup moves"
+log "cgroups: $moves moves seen of $writes writes, $runs hackbench runs beside them, all exited 0"
 for p in $(cat $CG/nimble_a/cgroup.procs $CG/nimble_b/cgroup.procs); do
 	echo "$p" >$CG/cgroup.procs
 done
