@@ -110,16 +110,6 @@ static __always_inline s64 node_load_at(u32 n, u64 now)
 	return nc->load_avg;
 }
 
-static __always_inline s64 node_load(u32 n)
-{
-	return node_load_at(n, now_ns());
-}
-
-static __always_inline bool node_load_over(u32 n)
-{
-	return node_load(n) > (node_cap(n) << NODE_LOAD_SHIFT);
-}
-
 static __always_inline void node_tick(s32 cpu)
 {
 	u64 now = now_ns();
