@@ -290,21 +290,22 @@ mod tests {
         };
         // node 0 counted on CPUs 0 and 1, node 1 on CPU 1 only
         c.push_node(&[
-            raw([3, 1, 0, 0, 2, 0, 1, 2, 0, 9, 7]),
-            raw([3, 1, 0, 0, 2, 0, 1, 2, 0, 9, 7]),
+            raw([3, 1, 1, 0, 0, 2, 0, 1, 2, 0, 9, 7]),
+            raw([3, 1, 1, 0, 0, 2, 0, 1, 2, 0, 9, 7]),
         ]);
         c.push_node(&[
             raw([0; NR_NODE_STATS]),
-            raw([0, 0, 4, 1, 0, 2, 0, 0, 5, 0, 0]),
+            raw([0, 0, 0, 4, 1, 0, 2, 0, 0, 5, 0, 0]),
         ]);
         assert_eq!(c.node[0][node_stat_NSTAT_FORK_LOCAL as usize], 6);
+        assert_eq!(c.node[0][node_stat_NSTAT_FORK_PREF as usize], 2);
         assert_eq!(c.node[1][node_stat_NSTAT_PULL as usize], 4);
         assert_eq!(c.node[0][node_stat_NSTAT_MEM_MOVE as usize], 2);
         assert_eq!(c.node[0][node_stat_NSTAT_SWAP as usize], 4);
         assert_eq!(c.node[1][node_stat_NSTAT_MEM_STAY as usize], 5);
         assert_eq!(c.node[0][node_stat_NSTAT_MEM_LOCAL_NS as usize], 14);
-        assert_eq!(c.node_by_cpu[0], [3, 1, 0, 0, 2, 0, 1, 2, 0, 9, 7]);
-        assert_eq!(c.node_by_cpu[1], [3, 1, 4, 1, 2, 2, 1, 2, 5, 9, 7]);
+        assert_eq!(c.node_by_cpu[0], [3, 1, 1, 0, 0, 2, 0, 1, 2, 0, 9, 7]);
+        assert_eq!(c.node_by_cpu[1], [3, 1, 1, 4, 1, 2, 2, 1, 2, 5, 9, 7]);
     }
 
     #[test]

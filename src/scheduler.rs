@@ -556,7 +556,9 @@ impl<'a> Scheduler<'a> {
             }
         }
         let n = scanner.with_node() as u32;
-        self.skel.maps.bss_data.as_mut().unwrap().mem_nr = n;
+        let bss = self.skel.maps.bss_data.as_mut().unwrap();
+        bss.mem_nr = n;
+        bss.mem_follow = on as u32;
         let period = start.duration_since(self.mem_last);
         self.mem_last = start;
         if on {

@@ -29,6 +29,12 @@ enum nimble_limits {
 	/* Processes whose memory node userspace tracks (mem_nodes, src/memloc/). */
 	MAX_MEM_PROCS	= 4096,
 	/*
+	 * Resident pages (1 MiB) below which a process's memory is not worth
+	 * following: userspace reads no numa_maps, and a new thread gets no
+	 * preference for its parent's node (mem_locality.bpf.h).
+	 */
+	MEM_MIN_PAGES	= 256,
+	/*
 	 * Cgroups with a finite cpu.max at once (cpu_max.bpf.h). More get no
 	 * limit (counted: bw_over, logged by userspace); a container host
 	 * limits its pods and containers, some hundreds.
@@ -276,6 +282,7 @@ enum wait_queue {
 #define NODE_STATS(X) \
 	X(FORK_LOCAL, fork_local, "fork/exec: child kept on the parent's node") \
 	X(FORK_REMOTE, fork_remote, "fork/exec: child placed on another node") \
+	X(FORK_PREF, fork_pref, "Of fork_local: children kept there because it is their preferred node (its memory's, or its parent's for a new thread of a process holding memory) and has room") \
 	X(PULL, numa_pull, "Tasks pulled from another node by the NUMA gate") \
 	X(PUSH, numa_push, "Tasks whose slice ended pushed to an idle CPU on another node") \
 	X(REFUSED, numa_refused, "Dispatch rounds the NUMA rule kept from pulling across nodes") \

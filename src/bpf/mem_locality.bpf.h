@@ -40,6 +40,12 @@ struct {
  * lookup per runnable otherwise, on NUMA machines only).
  */
 volatile u32 mem_nr;
+/*
+ * 1 while memory locality is on and kernel.numa_balancing is set (userspace,
+ * every scan round): the kernel's NUMA balancing would be learning
+ * preferences then, so thread_pref_node() may stand in for one.
+ */
+volatile u32 mem_follow;
 
 /* The node holding most of @p's process's memory, -1: not known. */
 static __always_inline s32 mem_node_of(struct task_struct *p)
@@ -55,6 +61,32 @@ static __always_inline s32 mem_node_of(struct task_struct *p)
 		return -1;
 	m = bpf_map_lookup_elem(&mem_nodes, &tgid);
 	return m && m->node >= 0 && m->node < (s32)nr_nodes ? m->node : -1;
+}
+
+/*
+ * The node a new thread of @p's process should prefer when userspace has
+ * not found its memory yet: its parent's (@from), for a process holding
+ * MEM_MIN_PAGES of anonymous memory or more. The kernel's threads inherit
+ * the parent's numa_preferred_nid (CLONE_VM), which NUMA balancing learns
+ * from hinting faults after about a second; here the first touch is the
+ * evidence: a young process's memory sits where its threads ran when they
+ * touched it, mostly the parent's node. A new process gets none, as in the
+ * kernel (a new address space resets the preference). -1: none.
+ */
+static __always_inline s32 thread_pref_node(struct task_struct *p, u32 from)
+{
+	struct mm_struct *mm;
+	struct nimble_ctl *k;
+
+	if (p->pid == p->tgid || !mem_follow || nr_nodes < 2)
+		return -1;
+	k = ctl();
+	if (!k || !k->mem_locality)
+		return -1;
+	mm = p->mm;
+	if (!mm || mm->rss_stat[MM_ANONPAGES].count < MEM_MIN_PAGES)
+		return -1;
+	return from;
 }
 
 /*

@@ -10,7 +10,8 @@
  * while running. The moves are in numa_moves.bpf.h.
  *
  * Where tasks cross nodes:
- *   - fork: fork_node() picks the node, as find_idlest_cpu() does;
+ *   - fork: fork_node() picks the node, as find_idlest_cpu() does, unless
+ *     the parent's node is the child's preferred one and has room;
  *   - a CPU-bound task whose slice ended is pushed to an idle CPU of
  *     another node if the rule lets it go (the kernel's active balancing);
  *   - a CPU going idle pulls from another node's queue a task that has
@@ -237,6 +238,21 @@ static enum numa_verdict numa_pull_ok(struct numa_snap *s, u32 dst, u32 src,
 	group_sum(s, src, within, &g);
 	return numa_pull_verdict(rule, l->imb_numa_nr, l->span_weight, &d, &g, overload_ok,
 				 node_overloaded_long(src));
+}
+
+/*
+ * Whether a forked task whose preferred node is its parent's, @local, stays
+ * there (rules.h numa_fork_stays_preferred(): the node has room).
+ */
+static bool fork_stays_preferred(struct task_struct *p, u32 local)
+{
+	struct numa_snap *s = numa_snapshot(p->cpus_ptr, -1);
+	struct node_group loc;
+
+	if (!s)
+		return false;
+	group_sum(s, local, node_distance(local, local), &loc);
+	return numa_fork_stays_preferred(&loc);
 }
 
 /*

@@ -47,15 +47,19 @@ static s32 pick_idle_remote(struct task_struct *p, struct task_ctx *tctx, u32 fr
 }
 
 /*
- * select_cpu for a forked task: the node from fork_node(), then the usual
- * idle pick near the parent if it stays, or any idle CPU of the chosen node.
+ * select_cpu for a forked task: its memory node if known and the rule lets
+ * it go there (mem_move_cpu()); the parent's node while that has room if it
+ * is the preferred one (the memory node, or for a new thread of a process
+ * holding memory, its parent's: thread_pref_node()); else the node from
+ * fork_node(). Then the usual idle pick near the parent if it stays, or
+ * any idle CPU of the chosen node.
  * Exec is not seen here: sched_ext does not call ops.select_cpu() for
  * WF_EXEC, so a task keeps the placement of its fork.
  */
 static s32 place_forked(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 {
 	u32 from, to;
-	s32 cpu;
+	s32 cpu, pref;
 
 	if (!valid_cpu(prev))
 		return -EINVAL;
@@ -66,6 +70,13 @@ static s32 place_forked(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 	if (cpu >= 0) {
 		nstat_inc(from, NSTAT_FORK_REMOTE);
 		return cpu;
+	}
+	pref = tctx->mem_node >= 0 ? tctx->mem_node : thread_pref_node(p, from);
+	if (pref == (s32)from && fork_stays_preferred(p, from)) {
+		tctx->home = from;
+		nstat_inc(from, NSTAT_FORK_LOCAL);
+		nstat_inc(from, NSTAT_FORK_PREF);
+		return pick_idle_near(p, prev, tctx);
 	}
 	to = fork_node(p, from);
 	tctx->home = to;

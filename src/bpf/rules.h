@@ -82,6 +82,22 @@ RULE_FN bool numa_fork_moves(u32 rule, s32 imb, s32 span, const struct node_grou
 }
 
 /*
+ * Fork when the local node is the child's preferred one (kernel:
+ * find_idlest_group(), "if the local group is the preferred NUMA node,
+ * stay", asked once the local group has spare capacity): stay while the
+ * node runs fewer tasks than it has CPUs the task may use, idle or not at
+ * this instant (a kernel thread or a shell passing through must not send
+ * the thread away for good). Then the imbalance rule decides as for any
+ * fork.
+ */
+RULE_FN bool numa_fork_stays_preferred(const struct node_group *local)
+{
+	s32 cpus = local->allowed < local->cpus ? local->allowed : local->cpus;
+
+	return local->run < cpus;
+}
+
+/*
  * Runtime (kernel: calculate_imbalance() with spare capacity): may a CPU of
  * group @d take a task runnable in group @g? @overload_ok: a waiting task
  * may leave an overloaded @g whatever the rule says (a running one, a push,

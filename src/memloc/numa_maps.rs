@@ -46,7 +46,7 @@ pub const KEEP_PCT: u64 = 50;
 
 /// The fewest pages (4 KiB: 1 MiB) worth a preference: below, a process
 /// runs wherever its cache is.
-pub const MIN_PAGES: u64 = 256;
+pub const MIN_PAGES: u64 = crate::bpf_intf::nimble_limits_MEM_MIN_PAGES as u64;
 
 /// The node to prefer given the pages per node, and the node preferred
 /// before (if any); None if no node holds enough or there are too few pages.

@@ -248,7 +248,9 @@ mod tests {
         let mut c = Counters::from_percpu(&per_cpu, 1, vec![2, 3]);
         let zero = bytes([0u64; NR_NODE_STATS]);
         let mut pulls = vec![zero.clone(); 8];
-        pulls[5] = bytes([0, 0, 4, 0, 0, 0]);
+        let mut pull = [0u64; NR_NODE_STATS];
+        pull[crate::bpf_intf::node_stat_NSTAT_PULL as usize] = 4;
+        pulls[5] = bytes(pull);
         c.push_node(&vec![zero; 8]);
         c.push_node(&pulls);
         let mut h = vec![0u64; hist::BUCKETS];

@@ -87,6 +87,7 @@ mod ffi {
             local: *const node_group,
             idlest_idle: i32,
         ) -> bool;
+        pub fn numa_fork_stays_preferred(local: *const node_group) -> bool;
         pub fn numa_pull_verdict(
             rule: u32,
             imb: i32,
@@ -170,6 +171,13 @@ pub fn fork_moves(
 ) -> bool {
     // SAFETY: `local` is a valid node_group for the call's duration.
     unsafe { ffi::numa_fork_moves(rule.bpf(), imb_numa_nr, span_weight, local, idlest_idle) }
+}
+
+/// rules.h numa_fork_stays_preferred(): does a forked child whose
+/// preferred node is `local` stay there (it has room)?
+pub fn fork_stays_preferred(local: &NodeGroup) -> bool {
+    // SAFETY: `local` is a valid node_group for the call's duration.
+    unsafe { ffi::numa_fork_stays_preferred(local) }
 }
 
 /// rules.h numa_pull_verdict(): may a CPU of group `dst` take a task from
@@ -336,6 +344,28 @@ mod tests {
         assert!(fork_n2l4(Mainline, 2));
         // Local node full: go where there is room.
         assert!(fork_n2l4(Mainline, 4));
+    }
+
+    #[test]
+    fn a_preferred_node_keeps_its_threads_while_it_has_room() {
+        // numa01 on n2l4 (nodes of 4 CPUs, imb_numa_nr 2): the parent and
+        // its first thread run, the other node runs one task. The rule alone
+        // sends the second thread over (3 > 2 running, 3 idle there vs 2)...
+        assert!(fork_n2l4(Mainline, 2));
+        // ...but the parent's node is the thread's preferred one: it stays.
+        assert!(fork_stays_preferred(&NodeGroup::steady(2, 2, 4)));
+        assert!(fork_stays_preferred(&NodeGroup::steady(1, 3, 4)));
+        // No CPU idle at this instant (a kernel thread passing through):
+        // still room by the count.
+        assert!(fork_stays_preferred(&NodeGroup::steady(0, 3, 4)));
+        // No room: as many runnable as CPUs (it may use).
+        assert!(!fork_stays_preferred(&NodeGroup::steady(0, 4, 4)));
+        assert!(!fork_stays_preferred(&NodeGroup::steady(1, 4, 4)));
+        let two_allowed = NodeGroup {
+            allowed: 2,
+            ..NodeGroup::steady(2, 2, 4)
+        };
+        assert!(!fork_stays_preferred(&two_allowed));
     }
 
     #[test]

@@ -11,7 +11,10 @@
  * MS ms lets every thread run on any CPU, or at once on SIGUSR1 (two
  * processes freed together: "MEMHOG ready" says the threads are started
  * and bound). Prints "MEMHOG free" when it has, then sleeps until killed.
- * CPUS: a list as in cpulist files ("4-7,9").
+ * CPUS: a list as in cpulist files ("4-7,9"). --start any: the process
+ * unbinds itself after the touch and starts its threads free, as a program
+ * that allocates, then starts workers (autonuma's numa01): the scheduler
+ * places them.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -72,14 +75,20 @@ int main(int argc, char **argv)
 	}
 	if (i != argc || !touch || !start || threads < 1 || threads > MAX_THREADS || mb < 1) {
 		fprintf(stderr, "usage: nimble-memhog --threads T --mb M --touch CPUS "
-			"--start CPUS --free-after-ms MS\n");
+			"--start CPUS|any --free-after-ms MS\n");
 		return 2;
 	}
 	if (sched_getaffinity(0, sizeof(all), &all)) {
 		perror("sched_getaffinity");
 		return 1;
 	}
-	if (parse_cpus(touch, &set) || parse_cpus(start, &run)) {
+	if (!strcmp(start, "any"))
+		run = all;
+	else if (parse_cpus(start, &run)) {
+		fprintf(stderr, "nimble-memhog: bad CPU list\n");
+		return 2;
+	}
+	if (parse_cpus(touch, &set)) {
 		fprintf(stderr, "nimble-memhog: bad CPU list\n");
 		return 2;
 	}
@@ -94,6 +103,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	memset((void *)buf, 1, len);
+	/* Threads inherit the affinity: unbound before they start. */
+	if (!strcmp(start, "any") && sched_setaffinity(0, sizeof(all), &all)) {
+		perror("sched_setaffinity");
+		return 1;
+	}
 	for (i = 0; i < threads; i++) {
 		if (pthread_create(&tid[i], NULL, reader, NULL)) {
 			fprintf(stderr, "nimble-memhog: pthread_create failed\n");
