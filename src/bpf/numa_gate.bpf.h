@@ -242,26 +242,35 @@ static enum numa_verdict numa_pull_ok(struct numa_snap *s, u32 dst, u32 src,
 
 /*
  * Whether a forked task whose preferred node is its parent's, @local, stays
- * there (rules.h numa_fork_stays_preferred(): the node has room).
+ * there (rules.h numa_fork_stays_preferred(): the node has room). Only
+ * @local's counts are read, not a snapshot of every node: select_cpu's
+ * verifier budget.
  */
-static bool fork_stays_preferred(struct task_struct *p, u32 local)
+static bool fork_stays_preferred(struct task_struct *p, struct task_ctx *tctx, u32 local)
 {
-	struct numa_snap *s = numa_snapshot(p->cpus_ptr, -1);
-	struct node_group loc;
+	const struct cpumask *nm = node_mask(local);
+	struct bpf_cpumask *tmp = tctx->tmp;
+	struct node_group loc = {};
+	s64 run;
 
-	if (!s)
+	if (!tmp || !nm)
 		return false;
-	group_sum(s, local, node_distance(local, local), &loc);
+	bpf_cpumask_and(tmp, p->cpus_ptr, nm);
+	loc.allowed = bpf_cpumask_weight(cast_mask(tmp));
+	loc.cpus = node_cap(local);
+	run = node_ctx(local)->nr_running;
+	loc.run = run > 0 ? run : 0;
 	return numa_fork_stays_preferred(&loc);
 }
 
 /*
  * Fork placement, as the kernel's find_idlest_cpu() walks the NUMA levels
  * from the top: at each level compare the local group with the idlest other
- * group and move there only when the rule does not tolerate the imbalance.
- * Returns the node to place the child on.
+ * group and move there only when the rule does not tolerate the imbalance;
+ * but the child stays on @local while that is its preferred node (@pref,
+ * -1: none) and has room. Returns the node to place the child on.
  */
-static u32 fork_node(struct task_struct *p, u32 local)
+static u32 fork_node(struct task_struct *p, struct task_ctx *tctx, u32 local, s32 pref)
 {
 	struct node_group loc, g;
 	struct numa_level *l, *child;
@@ -269,6 +278,10 @@ static u32 fork_node(struct task_struct *p, u32 local)
 	u32 rule = numa_rule(), cur = local, nlev = 0, i, lv, m, d, within;
 	s32 best, best_idle, best_run;
 
+	if (pref == (s32)local && fork_stays_preferred(p, tctx, local)) {
+		nstat_inc(local, NSTAT_FORK_PREF);
+		return local;
+	}
 	s = numa_snapshot(p->cpus_ptr, -1);
 	if (!s)
 		return local;

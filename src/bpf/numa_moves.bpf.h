@@ -72,13 +72,7 @@ static s32 place_forked(struct task_struct *p, s32 prev, struct task_ctx *tctx)
 		return cpu;
 	}
 	pref = tctx->mem_node >= 0 ? tctx->mem_node : thread_pref_node(p, from);
-	if (pref == (s32)from && fork_stays_preferred(p, from)) {
-		tctx->home = from;
-		nstat_inc(from, NSTAT_FORK_LOCAL);
-		nstat_inc(from, NSTAT_FORK_PREF);
-		return pick_idle_near(p, prev, tctx);
-	}
-	to = fork_node(p, from);
+	to = fork_node(p, tctx, from, pref);
 	tctx->home = to;
 	if (to == from) {
 		nstat_inc(from, NSTAT_FORK_LOCAL);
