@@ -78,7 +78,8 @@ static __always_inline s32 thread_pref_node(struct task_struct *p, u32 from)
 	struct mm_struct *mm;
 	struct nimble_ctl *k;
 
-	if (p->pid == p->tgid || !mem_follow || nr_nodes < 2)
+	/* Forks are placed by node only on NUMA machines (place_forked()). */
+	if (p->pid == p->tgid || !mem_follow)
 		return -1;
 	k = ctl();
 	if (!k || !k->mem_locality)

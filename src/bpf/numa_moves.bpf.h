@@ -48,11 +48,10 @@ static s32 pick_idle_remote(struct task_struct *p, struct task_ctx *tctx, u32 fr
 
 /*
  * select_cpu for a forked task: its memory node if known and the rule lets
- * it go there (mem_move_cpu()); the parent's node while that has room if it
- * is the preferred one (the memory node, or for a new thread of a process
- * holding memory, its parent's: thread_pref_node()); else the node from
- * fork_node(). Then the usual idle pick near the parent if it stays, or
- * any idle CPU of the chosen node.
+ * it go there (mem_move_cpu()); else the node from fork_node(), given the
+ * child's preferred node (the memory node, or for a new thread of a process
+ * holding memory, its parent's: thread_pref_node()). Then the usual idle
+ * pick near the parent if it stays, or any idle CPU of the chosen node.
  * Exec is not seen here: sched_ext does not call ops.select_cpu() for
  * WF_EXEC, so a task keeps the placement of its fork.
  */
