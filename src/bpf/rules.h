@@ -85,16 +85,21 @@ RULE_FN bool numa_fork_moves(u32 rule, s32 imb, s32 span, const struct node_grou
  * Fork when the local node is the child's preferred one (kernel:
  * find_idlest_group(), "if the local group is the preferred NUMA node,
  * stay", asked once the local group has spare capacity): stay while the
- * node runs fewer tasks than it has CPUs the task may use, idle or not at
- * this instant (a kernel thread or a shell passing through must not send
- * the thread away for good). Then the imbalance rule decides as for any
- * fork.
+ * node has room for the child, idle at this instant or not (a kernel thread
+ * or a shell passing through must not send the thread away for good). The
+ * forking parent is counted in @local->run but not as keeping its CPU:
+ * threads that share memory are mostly started by a parent that then waits
+ * for them (fork-join, a pool's main thread), so a node of N CPUs keeps N
+ * threads, not N - 1 and one sent over to come back later away from the
+ * memory it touched (numa02 at 8 threads on n2l4). A parent that keeps
+ * running leaves one task too many until the balance evens the node. Then
+ * the imbalance rule decides as for any fork.
  */
 RULE_FN bool numa_fork_stays_preferred(const struct node_group *local)
 {
 	s32 cpus = local->allowed < local->cpus ? local->allowed : local->cpus;
 
-	return local->run < cpus;
+	return local->run - 1 < cpus;
 }
 
 /*

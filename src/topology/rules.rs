@@ -358,12 +358,15 @@ mod tests {
         // No CPU idle at this instant (a kernel thread passing through):
         // still room by the count.
         assert!(fork_stays_preferred(&NodeGroup::steady(0, 3, 4)));
-        // No room: as many runnable as CPUs (it may use).
-        assert!(!fork_stays_preferred(&NodeGroup::steady(0, 4, 4)));
-        assert!(!fork_stays_preferred(&NodeGroup::steady(1, 4, 4)));
+        // The parent, counted in the 4 running, is about to wait for its
+        // threads: the fourth thread stays too (numa02 on n2l4: 4 + 4).
+        assert!(fork_stays_preferred(&NodeGroup::steady(0, 4, 4)));
+        // No room: more runnable than CPUs (it may use) besides the parent.
+        assert!(!fork_stays_preferred(&NodeGroup::steady(0, 5, 4)));
+        assert!(!fork_stays_preferred(&NodeGroup::steady(1, 5, 4)));
         let two_allowed = NodeGroup {
             allowed: 2,
-            ..NodeGroup::steady(2, 2, 4)
+            ..NodeGroup::steady(1, 3, 4)
         };
         assert!(!fork_stays_preferred(&two_allowed));
     }
