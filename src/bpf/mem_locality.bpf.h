@@ -18,7 +18,8 @@
  * as it would, but takes other tasks first: a pull picks another task if
  * it can, a push needs twice the votes (the kernel's load balancer moves
  * a task off its preferred node only after cache_nice_tries failed
- * attempts, migrate_degrades_locality()).
+ * attempts, migrate_degrades_locality()). While the scan knows no node, a
+ * thread gets the same on the node it has run on (mem_here()).
  */
 #ifndef __NIMBLE_MEM_LOCALITY_BPF_H
 #define __NIMBLE_MEM_LOCALITY_BPF_H
@@ -64,28 +65,39 @@ static __always_inline s32 mem_node_of(struct task_struct *p)
 }
 
 /*
- * The node a new thread of @p's process should prefer when userspace has
- * not found its memory yet: its parent's (@from), for a process holding
- * MEM_MIN_PAGES of anonymous memory or more. The kernel's threads inherit
- * the parent's numa_preferred_nid (CLONE_VM), which NUMA balancing learns
- * from hinting faults after about a second; here the first touch is the
- * evidence: a young process's memory sits where its threads ran when they
- * touched it, mostly the parent's node. A new process gets none, as in the
- * kernel (a new address space resets the preference). -1: none.
+ * Whether @p's process holds MEM_MIN_PAGES of anonymous memory or more while
+ * the kernel's NUMA balancing would be learning where (mem_follow): its
+ * threads touched that memory where they ran, whether or not the scan has
+ * found a node for the whole process yet.
  */
-static __always_inline s32 thread_pref_node(struct task_struct *p, u32 from)
+static __always_inline bool mem_holder(struct task_struct *p)
 {
 	struct mm_struct *mm;
 	struct nimble_ctl *k;
 
-	/* Forks are placed by node only on NUMA machines (place_forked()). */
-	if (p->pid == p->tgid || !mem_follow)
-		return -1;
+	if (!mem_follow)
+		return false;
 	k = ctl();
 	if (!k || !k->mem_locality)
-		return -1;
+		return false;
 	mm = p->mm;
-	if (!mm || mm->rss_stat[MM_ANONPAGES].count < MEM_MIN_PAGES)
+	return mm && mm->rss_stat[MM_ANONPAGES].count >= MEM_MIN_PAGES;
+}
+
+/*
+ * The node a new thread of @p's process should prefer when userspace has
+ * not found its memory yet: its parent's (@from), for a process holding
+ * memory (mem_holder()). The kernel's threads inherit the parent's
+ * numa_preferred_nid (CLONE_VM), which NUMA balancing learns from hinting
+ * faults after about a second; here the first touch is the evidence: a
+ * young process's memory sits where its threads ran when they touched it,
+ * mostly the parent's node. A new process gets none, as in the kernel (a
+ * new address space resets the preference). -1: none.
+ */
+static __always_inline s32 thread_pref_node(struct task_struct *p, u32 from)
+{
+	/* Forks are placed by node only on NUMA machines (place_forked()). */
+	if (p->pid == p->tgid || !mem_holder(p))
 		return -1;
 	return from;
 }
@@ -174,6 +186,37 @@ static __always_inline void mem_account(struct task_struct *p, const struct task
 static __always_inline bool mem_home(const struct task_ctx *tctx, s32 node)
 {
 	return tctx->mem_node >= 0 && tctx->mem_node == node;
+}
+
+/*
+ * Whether @node holds @p's memory as far as the scheduler can tell: the
+ * scan's node (mem_home()) or, while the scan knows none for @p's process
+ * (young, or memory spread per thread as numa02's private buffers, which
+ * numa_maps cannot attribute to a thread), the node a thread of a process
+ * holding memory has run on since it was placed (its home): it touched
+ * its share there. A single-threaded process waits for the scan, which
+ * finds its node in a round or two. The kernel learns the same from a
+ * task's own hinting faults (task_numa_placement()), after a second or so.
+ */
+static __always_inline bool mem_here(struct task_struct *p, const struct task_ctx *tctx,
+				     s32 node)
+{
+	if (tctx->mem_node >= 0)
+		return tctx->mem_node == node;
+	return tctx->home == node && p->se.sum_exec_runtime && p->signal->nr_threads > 1 &&
+	       mem_holder(p);
+}
+
+/*
+ * Whether mem_here() rests only on where @p ran (the scan knows no node):
+ * then nothing else keeps @p near that memory (no move back when it wakes
+ * or at a slice end, no swap, and userspace moves a process's memory only
+ * once its threads settle on one node), so a move off it is final.
+ */
+static __always_inline bool mem_guessed_here(struct task_struct *p, const struct task_ctx *tctx,
+					     s32 node)
+{
+	return tctx->mem_node < 0 && mem_here(p, tctx, node);
 }
 
 #endif /* __NIMBLE_MEM_LOCALITY_BPF_H */

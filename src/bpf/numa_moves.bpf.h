@@ -127,7 +127,7 @@ __noinline bool push_remote(struct task_struct *p __arg_trusted, u64 enq_flags, 
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	s32 cpu, from = scx_bpf_task_cpu(p);
-	bool crowded;
+	bool crowded, here;
 	u32 node;
 
 	if (!slice_end || !tctx)
@@ -153,7 +153,18 @@ __noinline bool push_remote(struct task_struct *p __arg_trusted, u64 enq_flags, 
 	 * capacity moves a task whatever the idle counts): with the idle-count
 	 * rule alone, one shell on the nearest node sent the task to a far one.
 	 */
-	crowded = node_crowded(node_of(from));
+	here = mem_here(p, tctx, node_of(from));
+	/*
+	 * A crowded node sheds its task whose slice ended at once, unless
+	 * that task's memory is guessed to be here (mem_guessed_here()): then
+	 * a waiting task goes instead, pulled once it has waited
+	 * numa_patience_ns (kick_for_waiters()), as the kernel's balancer
+	 * detaches a queued, cache-cold task rather than the one that just
+	 * ran. Traced (numa02, 8 threads on n2l4): every thread that lost its
+	 * memory was pushed at a slice end while its process started, one
+	 * node crowded for a moment.
+	 */
+	crowded = node_crowded(node_of(from)) && !mem_guessed_here(p, tctx, node_of(from));
 	/* Look first (claiming an idle CPU it then does not use would hide it). */
 	if (pick_idle_remote(p, tctx, node_of(from), crowded, false) < 0 ||
 	    (!crowded && !push_on_average(node_of(from)))) {
@@ -168,7 +179,7 @@ __noinline bool push_remote(struct task_struct *p __arg_trusted, u64 enq_flags, 
 	if (++tctx->push_votes < NUMA_PUSH_VOTES && !crowded)
 		return false;
 	/* Off the node holding its memory: twice the votes, if not crowded. */
-	if (mem_home(tctx, node_of(from)) && tctx->push_votes < 2 * NUMA_PUSH_VOTES && !crowded) {
+	if (here && tctx->push_votes < 2 * NUMA_PUSH_VOTES && !crowded) {
 		if (tctx->push_votes == NUMA_PUSH_VOTES)
 			nstat_inc(node_of(from), NSTAT_MEM_STAY);
 		return false;
@@ -239,7 +250,7 @@ __noinline bool pull_remote(u64 dsq_id, s32 cpu, u32 node, bool cold_only)
 			continue;
 		}
 		/* Off the node holding its memory only if no other task can go. */
-		if (mem_home(tctx, tctx->rq_node)) {
+		if (mem_here(p, tctx, tctx->rq_node)) {
 			if (mem_pid < 0 || tctx->node_since > mem_since) {
 				mem_pid = p->pid;
 				mem_since = tctx->node_since;
