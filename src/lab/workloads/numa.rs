@@ -60,8 +60,15 @@ fn touch(buf: &[AtomicU64], topo: &Topo) -> Option<u32> {
 
 /// `passes` read-modify-write sweeps over `buf`, starting at `start` so the
 /// threads sharing a buffer do not move in lockstep; samples the CPU as it
-/// goes.
-fn sweep(buf: &[AtomicU64], start: usize, passes: u32, home: Option<u32>, topo: &Topo) -> Locality {
+/// goes, and with `trace` records each sample: `L` local, `R` remote.
+fn sweep(
+    buf: &[AtomicU64],
+    start: usize,
+    passes: u32,
+    home: Option<u32>,
+    topo: &Topo,
+    mut trace: Option<&mut Vec<u8>>,
+) -> Locality {
     let (head, tail) = buf.split_at((start * STRIDE).min(buf.len()));
     let (mut local, mut total) = (0, 0);
     for _ in 0..passes {
@@ -75,6 +82,9 @@ fn sweep(buf: &[AtomicU64], start: usize, passes: u32, home: Option<u32>, topo: 
                     let at = page_node(x as *const AtomicU64 as usize).or(home);
                     total += 1;
                     local += u64::from(Some(node) == at);
+                    if let Some(t) = trace.as_deref_mut() {
+                        t.push(if Some(node) == at { b'L' } else { b'R' });
+                    }
                 }
             }
         }
@@ -106,7 +116,7 @@ fn process01(threads: u32, mib: f64, passes: u32, deadline: Instant) -> Result<L
     for t in 0..threads as usize {
         let (buf, topo) = (buf.clone(), topo.clone());
         let start = t * (buf.len() / STRIDE) / threads as usize;
-        crew.spawn(move || sweep(&buf, start, passes, home, &topo))?;
+        crew.spawn(move || sweep(&buf, start, passes, home, &topo, None))?;
     }
     let loc = crew.join(deadline, "numa01 threads")?;
     Ok(loc.iter().fold((0, 0), |(l, t), x| (l + x.0, t + x.1)))
@@ -205,14 +215,29 @@ pub fn run02(threads: u32, opts: &Opts) -> Result<Vec<(String, f64)>> {
     let passes = opts.loops;
     let moved0 = pages_migrated();
     let t0 = Instant::now();
+    // Diagnosis (docs/lab.md, stop 61): each thread's first and last CPU,
+    // its buffer's node and its samples in order on stderr.
+    let trace = std::env::var_os("NIMBLE_LAB_NUMA_TRACE").is_some();
     let mut crew = Crew::new();
     for _ in 0..threads {
         let topo = topo.clone();
         crew.spawn(move || {
             // Private, and first touched by the thread that sweeps it.
             let buf: Vec<AtomicU64> = (0..elems(mib)).map(|_| AtomicU64::new(0)).collect();
+            let first = cur_cpu();
             let home = touch(&buf, &topo);
-            sweep(&buf, 0, passes, home, &topo)
+            let mut samples = Vec::new();
+            let loc = sweep(&buf, 0, passes, home, &topo, trace.then_some(&mut samples));
+            if trace {
+                eprintln!(
+                    "numa02 thread: cpu {first:?} to {:?}, buffer on node {home:?}, local {}/{}: {}",
+                    cur_cpu(),
+                    loc.0,
+                    loc.1,
+                    String::from_utf8_lossy(&samples)
+                );
+            }
+            loc
         })?;
     }
     let loc = crew.join(t0 + Duration::from_secs(WORK_TIMEOUT_S), "numa02")?;
