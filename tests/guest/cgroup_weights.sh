@@ -124,7 +124,8 @@ move_and_nice() {
 	set -- $B_LOOPS
 	n5="$1 $2 $3"
 	n0="$4 $5 $6 $7 $8"
-	for p in $n5; do renice -n 5 -p "$p" >/dev/null || fail "renice $p"; done
+	# CGW_NICE: only to break the test on purpose (19: weights ask 68).
+	for p in $n5; do renice -n "${CGW_NICE:-5}" -p "$p" >/dev/null || fail "renice $p"; done
 	set -- $(task_rates $n0 $n5)
 	NICE=$(ratio "$(mean $6 $7 $8)" "$(mean $1 $2 $3 $4 $5)")
 	for p in $n5; do renice 0 -p "$p" >/dev/null; done  # busybox: -n adds
@@ -197,9 +198,12 @@ LOOPS=
 expect within "$sib" 3.0 4.6 -- "cpu.weight 400 vs 100: ratio $sib, expected 3.0-4.6 (weights 4, EEVDF $eevdf_sib)"
 expect within "$off" 0.7 1.4 -- "cgroup weights off: ratio $off, expected about 1"
 expect within "$even" 0.7 1.4 -- "after a live change to 100: ratio $even, expected about 1"
-expect within "$ours_moved" 2 100 -- "a loop moved into wB gets $ours_moved x wA's loops' CPU, expected about 3 (EEVDF $MOVED)"
+# The weights ask 3.1 for both (400 / 100 over 4 loops vs 8, and nice 0 /
+# nice 5): within 1.5x either way, as the siblings' 3.0-4.6 for 4
+# (scx_nimble 2.59-2.76, EEVDF 2.32-3.23 in earlier runs: cgroups.md).
+expect within "$ours_moved" 2.0 4.6 -- "a loop moved into wB gets $ours_moved x wA's loops' CPU, expected 2.0-4.6 (weights 3.1, EEVDF $MOVED)"
 expect within "$ours_moved_b" 0.6 1.6 -- "a loop moved into wB gets $ours_moved_b x wB's loops' CPU, expected about 1"
-expect within "$ours_nice" 1.5 100 -- "nice 0 / nice 5 inside wB: $ours_nice, expected about 3 (EEVDF $NICE)"
+expect within "$ours_nice" 2.0 4.6 -- "nice 0 / nice 5 inside wB: $ours_nice, expected 2.0-4.6 (weights 3.1, EEVDF $NICE)"
 
 # --- 4. a depth-4 tree -------------------------------------------------------
 mkcg s1 100; mkcg s1/a 100; mkcg s1/b 300
