@@ -197,26 +197,15 @@ static __always_inline bool mem_home(const struct task_ctx *tctx, s32 node)
  * its share there. A single-threaded process waits for the scan, which
  * finds its node in a round or two. The kernel learns the same from a
  * task's own hinting faults (task_numa_placement()), after a second or so.
+ * The cheap tests first: pull_remote() asks this of every task it scans.
  */
 static __always_inline bool mem_here(struct task_struct *p, const struct task_ctx *tctx,
 				     s32 node)
 {
 	if (tctx->mem_node >= 0)
-		return tctx->mem_node == node;
-	return tctx->home == node && p->se.sum_exec_runtime && p->signal->nr_threads > 1 &&
-	       mem_holder(p);
-}
-
-/*
- * Whether mem_here() rests only on where @p ran (the scan knows no node):
- * then nothing else keeps @p near that memory (no move back when it wakes
- * or at a slice end, no swap, and userspace moves a process's memory only
- * once its threads settle on one node), so a move off it is final.
- */
-static __always_inline bool mem_guessed_here(struct task_struct *p, const struct task_ctx *tctx,
-					     s32 node)
-{
-	return tctx->mem_node < 0 && mem_here(p, tctx, node);
+		return mem_home(tctx, node);
+	return mem_follow && tctx->home == node && p->se.sum_exec_runtime &&
+	       p->signal->nr_threads > 1 && mem_holder(p);
 }
 
 #endif /* __NIMBLE_MEM_LOCALITY_BPF_H */

@@ -156,15 +156,18 @@ __noinline bool push_remote(struct task_struct *p __arg_trusted, u64 enq_flags, 
 	here = mem_here(p, tctx, node_of(from));
 	/*
 	 * A crowded node sheds its task whose slice ended at once, unless
-	 * that task's memory is guessed to be here (mem_guessed_here()): then
-	 * a waiting task goes instead, pulled once it has waited
+	 * that task's memory node is only guessed to be this one (mem_here()
+	 * with no node from the scan): nothing would bring it back (no move
+	 * back when it wakes or at a slice end, no swap, and userspace moves
+	 * a process's memory only once its threads settle on one node). A
+	 * waiting task goes instead, pulled once it has waited
 	 * numa_patience_ns (kick_for_waiters()), as the kernel's balancer
 	 * detaches a queued, cache-cold task rather than the one that just
 	 * ran. Traced (numa02, 8 threads on n2l4): every thread that lost its
 	 * memory was pushed at a slice end while its process started, one
 	 * node crowded for a moment.
 	 */
-	crowded = node_crowded(node_of(from)) && !mem_guessed_here(p, tctx, node_of(from));
+	crowded = node_crowded(node_of(from)) && !(here && tctx->mem_node < 0);
 	/* Look first (claiming an idle CPU it then does not use would hide it). */
 	if (pick_idle_remote(p, tctx, node_of(from), crowded, false) < 0 ||
 	    (!crowded && !push_on_average(node_of(from)))) {

@@ -359,7 +359,7 @@ mod tests {
         // still room by the count.
         assert!(fork_stays_preferred(&NodeGroup::steady(0, 3, 4)));
         // The parent, counted in the 4 running, is about to wait for its
-        // threads: the fourth thread stays too (numa02 on n2l4: 4 + 4).
+        // threads: the fourth thread stays too (numa01 on n2l4: 4 + 4).
         assert!(fork_stays_preferred(&NodeGroup::steady(0, 4, 4)));
         // No room: more runnable than CPUs (it may use) besides the parent.
         assert!(!fork_stays_preferred(&NodeGroup::steady(0, 5, 4)));

@@ -57,9 +57,9 @@ share "scx_nimble" "$PINNED_NICE"
 assert_attached "with a pinned task under full load"
 stop_and_check
 # 2N + 1 tasks on N CPUs: a fair share is N / (2N + 1) of a CPU, 47 % on 8;
-# EEVDF gave it 42-64 % in four boots (its balancer may leave fewer hogs
-# on that CPU). At least 0.6 of EEVDF's in the same boot, which half the fair share
-# misses and TCG's noise over a 5 s window (a tenth or two) does not;
+# EEVDF gave it 42-64 % in four boots (its balancer may leave fewer hogs on
+# that CPU). At least 0.6 of EEVDF's in the same boot, which half the fair
+# share misses and TCG's noise over a 5 s window (a tenth or two) does not;
 # starving would be near 0.
 WANT=$((EEVDF_PCT * 6 / 10))
 [ "$PCT" -ge "$WANT" ] || fail "pinned task got $PCT % of CPU $CPU (want >= $WANT: 0.6 of EEVDF's $EEVDF_PCT %)"
