@@ -39,7 +39,12 @@
 #     failed on one such sample (8.8-10.1 ms against 8.1-9.1), the CI run
 #     among them. A stranding that recurs in a run (the cpuq race fixed on
 #     2026-12-06: waits of 4-11 ms on 1-2) fails the second longest, a
-#     seconds-long one both;
+#     seconds-long one both. The longest's bound is never below 20 ms
+#     (LONGEST_FLOOR_US): a CI run (2026-12-07) failed on one 15.3 ms
+#     wakeup of the long pair on CPU 0 (second longest 1.1 ms, every other
+#     figure in bounds) in a boot whose EEVDF longest was 3.1 ms, 4.9x;
+#     six runs of that build gave 1.0-2.4x otherwise, and EEVDF's own
+#     longest reached 18 ms in one boot of eight (2026-12-06);
 # and the scheduler must stay attached with a clean kernel log. Before the
 # fix the short pair on one CPU waited behind the long worker's whole 5 ms
 # slices: with the old core as /bin/scx_nimble this script fails there
@@ -49,6 +54,8 @@
 . /tests/lib.sh
 
 SECS=$(by_tier 15 4)
+# The longest wakeup's bound never goes below this (one host stall, above).
+LONGEST_FLOOR_US=20000
 # Two interleaved rounds even in CI: the bounds take each side's worst.
 ROUNDS=2
 # CPUs 0 and 1 share an LLC on n2l4, 1 and 2 do not (LLCs of 2 CPUs).
@@ -97,7 +104,7 @@ esp=$(awk '$1 == "eevdf" && $2 == "split" && $5 > m { m = $5 } END { print m + 0
 bad=
 # Each placement's verdict; split's bounds its rounds alone (0.85x).
 for c in $PLACES split; do
-	v=$(awk -v c="$c" -v two=" $TWO " -v emax="$emax" -v esp="$esp" '$2 == c {
+	v=$(awk -v c="$c" -v two=" $TWO " -v emax="$emax" -v esp="$esp" -v floor="$LONGEST_FLOOR_US" '$2 == c {
 			k = $1 SUBSEP $3; rate[k] += $4; nr[k]++
 			if ($5 > p99[k]) p99[k] = $5
 			# the two longest over the rounds
@@ -105,6 +112,7 @@ for c in $PLACES split; do
 				if ($j > wmax[k]) { w2[k] = wmax[k]; wmax[k] = $j } else if ($j > w2[k]) w2[k] = $j }
 		END {
 			ok = 1; out = ""
+			lmax = 4 * emax > floor ? 4 * emax : floor
 			split("long short", pairs, " ")
 			for (i = 1; i <= 2; i++) {
 				e = "eevdf" SUBSEP pairs[i]; n = "nimble" SUBSEP pairs[i]
@@ -116,7 +124,7 @@ for c in $PLACES split; do
 				if (c == "split") {
 					if (nr_ < 0.85 * er) ok = 0
 				} else if (nr_ < 0.8 * er || p99[n] > 2 * ep + 1000 || w2[n] > 2 * emax ||
-					   wmax[n] > 4 * emax)
+					   wmax[n] > lmax)
 					ok = 0
 			}
 			printf "%s %s\n", ok ? "ok" : "BAD", out }' /tmp/pp.res)
@@ -125,4 +133,4 @@ for c in $PLACES split; do
 done
 log "split, each round: $(awk '$2 == "split" { printf "%s %s %.1f/s p99 %d us longest %d us; ", $1, $3, $4, $5, $6 }' /tmp/pp.res)"
 [ -z "$bad" ] || fail "ping-pong pairs under scx_nimble against EEVDF:$bad"
-pass "pinned ping-pong pairs: rounds at least 0.8x EEVDF's (0.85x split over CPUs), p99 wakeups within 2x its worst + 1 ms (on 2 CPUs: or its split p99), the second longest within 2x its longest in this boot, the longest within 4x"
+pass "pinned ping-pong pairs: rounds at least 0.8x EEVDF's (0.85x split over CPUs), p99 wakeups within 2x its worst + 1 ms (on 2 CPUs: or its split p99), the second longest within 2x its longest in this boot, the longest within 4x (at least $((LONGEST_FLOOR_US / 1000)) ms)"
