@@ -39,18 +39,7 @@ one() {
 }
 
 : >/tmp/per.res
-for r in $(seq $ROUNDS); do
-	for who in $(rotated "$r" eevdf nimble); do
-		if [ $who = nimble ]; then
-			start_sched
-			one nimble
-			assert_attached "after the periodic task"
-			stop_and_check
-		else
-			one eevdf
-		fi
-	done
-done
+interleaved "$ROUNDS" one "after the periodic task"
 
 v=$(awk '$1 == "eevdf" { if ($2 > ea) ea = $2; if (!el || $4 < el) el = $4 }
 	$1 == "nimble" { if ($2 > na) na = $2; if (!nl || $4 < nl) nl = $4 }

@@ -330,6 +330,25 @@ rotated() {
 	echo "$@"
 }
 
+# interleaved ROUNDS FN WHAT: ROUNDS rounds of "FN eevdf" (no sched_ext
+# scheduler) and "FN nimble" (scx_nimble started before it, then checked
+# still attached, WHAT naming the moment, and stopped cleanly), the order
+# rotated each round.
+interleaved() {
+	for round in $(seq "$1"); do
+		for who in $(rotated "$round" eevdf nimble); do
+			if [ "$who" = nimble ]; then
+				start_sched
+				"$2" nimble
+				assert_attached "$3"
+				stop_and_check
+			else
+				"$2" eevdf
+			fi
+		done
+	done
+}
+
 # --- observed from outside the scheduler ------------------------------------
 # The kernel's own accounting, which the scheduler's counters cannot vouch
 # for: a scheduler that strands a task, forgets a CPU or starves a task

@@ -58,18 +58,7 @@ for setting in default off; do
 	[ $setting = off ] && echo -1 >/proc/sys/kernel/sched_rt_runtime_us
 	log "RT bandwidth $setting: sched_rt_runtime_us=$(cat /proc/sys/kernel/sched_rt_runtime_us)"
 	: >/tmp/rt.res
-	for r in $(seq $ROUNDS); do
-		for who in $(rotated "$r" eevdf nimble); do
-			if [ $who = nimble ]; then
-				start_sched
-				one nimble
-				assert_attached "after the RT loop ($setting)"
-				stop_and_check
-			else
-				one eevdf
-			fi
-		done
-	done
+	interleaved "$ROUNDS" one "after the RT loop ($setting)"
 	verdict=$(awk -v strand="$STRAND_US" '{ if ($3 > max[$1]) max[$1] = $3; r[$1, ++n[$1]] = $2 }
 		END {
 			# EEVDF median rounds, nimble fewest rounds
