@@ -5,9 +5,14 @@
 # level, divided by another level's, should track the ratio of their weights
 # (the kernel's sched_prio_to_weight). Each mix runs first under EEVDF (no
 # scheduler) and then under scx_nimble, in this boot. Fails unless, under
-# scx_nimble, nice 0 / nice 10 >= 5 (weights: 9.3) and every ratio is within
-# a factor 2 of its weight ratio, and every loop ran.
+# scx_nimble, every ratio is within 1.2x of its weight ratio (nice 0 /
+# nice 10: 7.8-11.2, weights 9.31) and every loop ran. Three runs
+# (2026-12-07): scx_nimble 0.97-1.02x the weights, EEVDF 0.94-1.11x (its
+# nice 0 / nice 10 9.42-10.33); the bound was a factor 2 before (issue 38).
 #   WEIGHTS_ASSERT=0: report only (to look at another policy's numbers).
+#   WEIGHTS_BREAK10=S: only to break the test on purpose, scx_nimble's
+#   nice-10 loops run at nice 0 for the window's first S s (2: as if the
+#   scheduler ignored nice for 2 s of 20; about 5.8 instead of 9.3).
 . /tests/lib.sh
 
 # The first mix runs 20 s in both tiers (the window its bounds are set
@@ -31,7 +36,13 @@ run_mix() {
 	for spec in $2; do
 		n=${spec%%:*} c=${spec#*:}
 		for i in $(seq 1 "$c"); do
-			spin nice -n "$n"
+			if [ "$n" = 10 ] && [ -n "$BREAK10" ]; then
+				spin nice -n 0
+				# busybox renice -n adds: 0 + 10
+				(sleep $((1 + BREAK10)); renice -n 10 -p "$SPAWNED" >/dev/null) &
+			else
+				spin nice -n "$n"
+			fi
 			echo "$SPAWNED $n" >>/tmp/loops
 		done
 	done
@@ -69,7 +80,7 @@ ratios() {
 			r=$(awk -v x="$ma" -v y="$mb" 'BEGIN { printf "%.2f", (y > 0 ? x / y : 999) }')
 			w=$(awk -v x="$(weight "$a")" -v y="$(weight "$b")" 'BEGIN { printf "%.2f", x / y }')
 			out="$out nice$a/nice$b=$r (weights $w);"
-			awk -v r="$r" -v w="$w" 'BEGIN { exit !(r >= w / 2 && r <= w * 2) }' ||
+			awk -v r="$r" -v w="$w" 'BEGIN { exit !(r >= w / 1.2 && r <= w * 1.2) }' ||
 				BAD="$BAD nice$a/nice$b=$r vs $w;"
 		done
 	done
@@ -81,7 +92,9 @@ MIX2="0:8 3:8 6:8"
 run_mix "$SECS1" "eevdf, 16 nice-0 + 8 nice-10" "$MIX1"; ratios eevdf
 run_mix "$SECS2" "eevdf, 8 each of nice 0/3/6" "$MIX2"; ratios eevdf
 start_sched --stats 1
+BREAK10=${WEIGHTS_BREAK10:-}
 run_mix "$SECS1" "nimble, 16 nice-0 + 8 nice-10" "$MIX1"; ratios nimble
+BREAK10=
 r010=$(awk '$1 == 0 { a = $2 } $1 == 10 { b = $2 } END { printf "%.2f", (b > 0 ? a / b : 999) }' /tmp/mix)
 bad1=$BAD
 run_mix "$SECS2" "nimble, 8 each of nice 0/3/6" "$MIX2"; ratios nimble
@@ -90,7 +103,6 @@ assert_attached "after the weight mixes"
 stop_and_check
 log "$(grep '^final:' "$SCHED_OUT" | tr ' ' '\n' | grep -E '^(balance|preempt|lag_clamp|wake_sync|slices|slice_ns|migrate_llc)=' | tr '\n' ' ')"
 if [ "${WEIGHTS_ASSERT:-1}" = 1 ]; then
-	awk -v r="$r010" 'BEGIN { exit !(r >= 5) }' || fail "nice 0 / nice 10 = $r010 under nimble, want >= 5 (weights: 9.3)"
-	[ -z "$bad1$bad2" ] || fail "ratios off by more than 2x from the weights:$bad1$bad2"
+	[ -z "$bad1$bad2" ] || fail "ratios off by more than 1.2x from the weights:$bad1$bad2"
 fi
-pass "nimble: nice 0 / nice 10 = $r010 (weights 9.31)"
+pass "nimble: every ratio within 1.2x of the weights' (nice 0 / nice 10 = $r010, weights 9.31)"
