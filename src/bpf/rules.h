@@ -90,8 +90,8 @@ RULE_FN bool numa_fork_moves(u32 rule, s32 imb, s32 span, const struct node_grou
  * forking parent is counted in @local->run but not as keeping its CPU:
  * threads that share memory are mostly started by a parent that then waits
  * for them (fork-join, a pool's main thread), so a node of N CPUs keeps N
- * threads, not N - 1 and one sent over, away from the memory the process
- * touched (numa01 at 8 threads on n2l4: 72 -> 96 % local in the lab). A
+ * threads, not N - 1 and one sent over (hence run <= cpus, not <), away
+ * from the memory the process touched (numa01 at 8 threads on n2l4: 72 -> 96 % local in the lab). A
  * parent that keeps running leaves one task too many until the balance
  * evens the node. Then the imbalance rule decides as for any fork.
  */
@@ -99,7 +99,7 @@ RULE_FN bool numa_fork_stays_preferred(const struct node_group *local)
 {
 	s32 cpus = local->allowed < local->cpus ? local->allowed : local->cpus;
 
-	return local->run - 1 < cpus;
+	return local->run <= cpus;
 }
 
 /*

@@ -330,20 +330,22 @@ rotated() {
 	echo "$@"
 }
 
-# interleaved ROUNDS FN WHAT: ROUNDS rounds of "FN eevdf" (no sched_ext
-# scheduler) and "FN nimble" (scx_nimble started before it, then checked
-# still attached, WHAT naming the moment, and stopped cleanly), the order
-# rotated each round.
+# interleaved ROUNDS FN WHAT [FLAGS...]: ROUNDS rounds of "FN eevdf" (no
+# sched_ext scheduler) and "FN nimble" (scx_nimble started with FLAGS
+# before it, then checked still attached, WHAT naming the moment, and
+# stopped cleanly), the order rotated each round.
 interleaved() {
-	for round in $(seq "$1"); do
+	il_rounds=$1 il_fn=$2 il_what=$3
+	shift 3
+	for round in $(seq "$il_rounds"); do
 		for who in $(rotated "$round" eevdf nimble); do
 			if [ "$who" = nimble ]; then
-				start_sched
-				"$2" nimble
-				assert_attached "$3"
+				start_sched "$@"
+				"$il_fn" nimble
+				assert_attached "$il_what"
 				stop_and_check
 			else
-				"$2" eevdf
+				"$il_fn" eevdf
 			fi
 		done
 	done

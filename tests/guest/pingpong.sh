@@ -85,16 +85,9 @@ one() {
 }
 
 : >/tmp/pp.res
-for r in $(seq $ROUNDS); do
-	for who in $(rotated "$r" eevdf nimble); do
-		[ $who = nimble ] && start_sched
-		for c in $PLACES split; do one $who "$c"; done
-		if [ $who = nimble ]; then
-			assert_attached "after the ping-pong pairs"
-			stop_and_check
-		fi
-	done
-done
+# every_place LABEL: one round of every placement.
+every_place() { for c in $PLACES split; do one "$1" "$c"; done; }
+interleaved $ROUNDS every_place "after the ping-pong pairs"
 
 # The host's level of noise in this boot: EEVDF's longest wakeup over
 # every placement and round, split included.

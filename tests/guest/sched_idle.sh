@@ -111,24 +111,17 @@ mkdir -p $CG/idlecg && echo 1 >$CG/idlecg/cpu.idle || fail "cannot make a cpu.id
 : >/tmp/share.res
 : >/tmp/wake.res
 : >/tmp/cgshare.res
-for r in $(seq $ROUNDS); do
-	for who in $(rotated "$r" eevdf nimble); do
-		if [ $who = nimble ]; then
-			start_sched --stats 1
-			share nimble
-			wakeups nimble
-			cg_share nimble
-			grep -q '^cgroup: idlecg weight=100 share=[0-9.]*% cpu=[0-9.]*% idle$' "$SCHED_OUT" ||
-				fail "--stats never listed idlecg as idle: $(grep '^cgroup: idlecg' "$SCHED_OUT" | tail -n 1)"
-			assert_attached "after the SCHED_IDLE loops"
-			stop_and_check
-		else
-			share eevdf
-			wakeups eevdf
-			cg_share eevdf
-		fi
-	done
-done
+# measure LABEL: the three measurements; under scx_nimble, its --stats
+# must list idlecg as idle.
+measure() {
+	share "$1"
+	wakeups "$1"
+	cg_share "$1"
+	[ "$1" = eevdf ] ||
+		grep -q '^cgroup: idlecg weight=100 share=[0-9.]*% cpu=[0-9.]*% idle$' "$SCHED_OUT" ||
+		fail "--stats never listed idlecg as idle: $(grep '^cgroup: idlecg' "$SCHED_OUT" | tail -n 1)"
+}
+interleaved "$ROUNDS" measure "after the SCHED_IDLE loops" --stats 1
 
 # The reference is EEVDF's share in this boot, or the weights' (3 per idle
 # loop against 1024 per other loop: 0.146 %) if EEVDF's sample fell below
