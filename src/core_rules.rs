@@ -17,7 +17,9 @@ mod ffi {
             c: *const preempt_view,
             now: u64,
             protect_min: u64,
+            ahead_unprotected: bool,
         ) -> bool;
+        pub fn util_toward(util: u32, target: u32, dt: u64) -> u32;
     }
 }
 
@@ -63,16 +65,41 @@ pub fn view(deadline: u64, start: u64, req: u64, span: u64, class: Class) -> pre
         req,
         span,
         class: class.bpf(),
-        pad: 0,
+        util: 0,
+        weight: 1024,
+        one_cpu: 0,
     }
 }
 
 /// rules.h wakeup_preempts(): does the woken `w` take the CPU from the
-/// running `c` at `now`, the running task keeping at least `protect_min`?
+/// running `c` at `now`, the running task keeping at least `protect_min`
+/// while it is not ahead of its share (the default rule)?
 pub fn wakeup_preempts(w: &preempt_view, c: &preempt_view, now: u64, protect_min: u64) -> bool {
-    // SAFETY: pure C over two plain structs that outlive the call.
-    unsafe { ffi::wakeup_preempts(w, c, now, protect_min) }
+    wakeup_preempts_as(w, c, now, protect_min, true)
 }
+
+/// wakeup_preempts(), with the protection kept for a running task ahead
+/// of its share when `ahead_unprotected` is false (--protect-ahead).
+pub fn wakeup_preempts_as(
+    w: &preempt_view,
+    c: &preempt_view,
+    now: u64,
+    protect_min: u64,
+    ahead_unprotected: bool,
+) -> bool {
+    // SAFETY: pure C over two plain structs that outlive the call.
+    unsafe { ffi::wakeup_preempts(w, c, now, protect_min, ahead_unprotected) }
+}
+
+/// rules.h util_toward(): a recent-CPU-use average (of UTIL_ONE) after
+/// `dt` ns running (`target` UTIL_ONE) or not (0).
+pub fn util_toward(util: u32, target: u32, dt: u64) -> u32 {
+    // SAFETY: a pure C function of plain values.
+    unsafe { ffi::util_toward(util, target, dt) }
+}
+
+/// rules.h UTIL_ONE: all of a CPU.
+pub const UTIL_ONE: u32 = 1 << 20;
 
 #[cfg(test)]
 mod tests {
@@ -295,5 +322,100 @@ mod tests {
             T,
             MS
         ));
+    }
+    #[test]
+    fn util_moves_toward_running_or_not_over_the_window() {
+        assert_eq!(util_toward(0, UTIL_ONE, 32 * MS), UTIL_ONE);
+        assert_eq!(util_toward(UTIL_ONE, 0, 40 * MS), 0);
+        assert_eq!(util_toward(0, UTIL_ONE, 16 * MS), UTIL_ONE / 2);
+        assert_eq!(util_toward(UTIL_ONE, 0, 8 * MS), UTIL_ONE / 4 * 3);
+        // A few us still count (no rounding to nothing).
+        assert!(util_toward(UTIL_ONE / 2, UTIL_ONE, 5 * US) > UTIL_ONE / 2);
+        assert!(util_toward(UTIL_ONE / 2, 0, 5 * US) < UTIL_ONE / 2);
+        // A loop preempted for 10 us every ms settles near all of its CPU.
+        let mut u = 0;
+        for _ in 0..200 {
+            u = util_toward(u, UTIL_ONE, 990 * US);
+            u = util_toward(u, 0, 10 * US);
+        }
+        assert!(u > UTIL_ONE / 100 * 98, "{u}");
+    }
+
+    /// `v`, bound to one CPU.
+    fn pinned(mut v: preempt_view) -> preempt_view {
+        v.one_cpu = 1;
+        v
+    }
+
+    /// A loop that used `util` of its CPU lately, `ran` into its run, its
+    /// deadline far ahead, weight `weight`.
+    fn loop_at(util: u32, weight: u32, ran: u64) -> preempt_view {
+        let mut c = running(ran, 5 * MS, 900 * MS, Normal);
+        c.util = util;
+        c.weight = weight;
+        c
+    }
+
+    #[test]
+    fn a_running_task_ahead_of_its_share_keeps_no_protection() {
+        // The 1 ms periodic task beside a loop on one CPU
+        // (tests/guest/periodic.sh): the loop resumed 50 us ago
+        // after the last wakeup preempted it, having used 99 % lately.
+        let w = pinned(nice0(T + MS, T, MS, Normal));
+        let hog = loop_at(UTIL_ONE / 100 * 99, 1024, 50 * US);
+        assert!(wakeup_preempts(&w, &hog, T, MS));
+        // --protect-ahead: the rule before, protected for 1 ms.
+        assert!(!wakeup_preempts_as(&w, &hog, T, MS, false));
+        // The deadline still decides: a wakee due later does not preempt.
+        let late = pinned(nice0(T + 950 * MS, T, MS, Normal));
+        assert!(!wakeup_preempts(&late, &hog, T, MS));
+        // Nor does an ineligible wakee.
+        let early = pinned(nice0(T + 2 * MS, T + MS, MS, Normal));
+        assert!(!wakeup_preempts(&early, &hog, T, MS));
+        // A wakee that may run on other CPUs competes for its LLC: the
+        // loop keeps its protection (hackbench's senders, ahead of their
+        // half, would be preempted at each message).
+        let free = nice0(T + MS, T, MS, Normal);
+        assert!(!wakeup_preempts(&free, &hog, T, MS));
+    }
+
+    #[test]
+    fn a_running_task_within_its_share_keeps_its_protection() {
+        // hackbench under overload: a task that used 5 % of its CPU lately.
+        let w = pinned(nice0(T + MS, T, MS, Normal));
+        assert!(!wakeup_preempts(
+            &w,
+            &loop_at(UTIL_ONE / 20, 1024, 50 * US),
+            T,
+            MS
+        ));
+        // Its share beside an alike wakee is a half: 45 % is within it...
+        assert!(!wakeup_preempts(
+            &w,
+            &loop_at(UTIL_ONE / 100 * 45, 1024, 50 * US),
+            T,
+            MS
+        ));
+        // ...and the run itself counts: 45 % plus 5 ms running is past it.
+        assert!(wakeup_preempts(
+            &w,
+            &loop_at(UTIL_ONE / 100 * 45, 1024, 5 * MS),
+            T,
+            MS
+        ));
+    }
+
+    #[test]
+    fn the_share_follows_the_weights() {
+        let w = pinned(nice0(T + MS, T, MS, Normal));
+        // 70 %: ahead beside an alike wakee, within its share (3/4) beside
+        // a wakee of a third of its weight.
+        let c = |weight| loop_at(UTIL_ONE / 10 * 7, weight, 50 * US);
+        assert!(wakeup_preempts(&w, &c(1024), T, MS));
+        assert!(!wakeup_preempts(&w, &c(3072), T, MS));
+        // No weights known (a record from before it ran): protected.
+        let mut none = w;
+        none.weight = 0;
+        assert!(!wakeup_preempts(&none, &c(0), T, MS));
     }
 }

@@ -77,6 +77,15 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(0..=100_000))]
     pub preempt_min_us: u64,
 
+    /// Keep the running task's protected part (--preempt-min-us) even when
+    /// it has used more than its share of its CPU lately and the wakee may
+    /// run on that CPU only. Off (the default), such a task is not
+    /// protected, as EEVDF protects only an eligible task: a pinned
+    /// periodic task sharing a CPU with a loop then starts at its wakeup
+    /// instead of the next tick. On trades that latency for fewer switches.
+    #[arg(long)]
+    pub protect_ahead: bool,
+
     /// The shortest request, in microseconds: a task's deadline lies its
     /// CPU time per wakeup (averaged) past its start, but no less than
     /// this. Lower puts the shortest sleepers ahead of more of the queue;

@@ -237,6 +237,7 @@ impl<'a> Scheduler<'a> {
         rodata.cpu_queues = !opts.no_cpu_queues;
         rodata.wake_preempt = !opts.no_preempt;
         rodata.preempt_min_ns = opts.preempt_min_us * 1000;
+        rodata.protect_ahead = opts.protect_ahead;
         rodata.req_min_ns = opts.req_min_us.min(opts.slice_us) * 1000;
         rodata.numa_patience_ns = opts.numa_patience_us * 1000;
         rodata.test_error_after_ns = opts.test_error_after_ms.map_or(0, |ms| ms * 1_000_000);

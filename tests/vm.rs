@@ -379,6 +379,7 @@ vm_cases! {
     n2l4_cpu_max_quota_child_live_change: "n2l4", "cpu_max.sh", Backports, script_only;
     n2l4_weights_hold_through_renice_and_moves: "n2l4", "weights_churn.sh", Backports, script_only;
     n2l4_pinned_pingpong_pairs_progress: "n2l4", "pingpong.sh", Backports, script_only;
+    n2l4_periodic_task_beside_a_loop: "n2l4", "periodic.sh", Backports, script_only;
     n2l4_pipe_pairs_share_an_llc: "n2l4", "wake_affine.sh", FullOnly, script_only;
     n2l4_stats_monitor_json_and_tui: "n2l4", "stats.sh", Backports, stats_json_sums;
     n2l4_topology_matches_kernel: "n2l4", "topology.sh", Backports, topology_matches_kernel;

@@ -200,7 +200,10 @@ struct preempt_view {
 	unsigned long long req;		/* its request: CPU time it asks for */
 	unsigned long long span;	/* the request at its weight (deadline - start) */
 	unsigned int class;		/* enum task_class */
-	unsigned int pad;
+	unsigned int util;		/* running: its recent CPU use when it started,
+					 * of UTIL_ONE (rules.h) */
+	unsigned int weight;		/* its weight */
+	unsigned int one_cpu;		/* waking: it may run on one CPU only */
 };
 
 /*

@@ -325,9 +325,9 @@ void BPF_STRUCT_OPS(nimble_stopping, struct task_struct *p, bool runnable)
 
 	if (!tctx || !tctx->run_start || !valid_cpu(cpu))
 		return;
-	cur_stopping(cpu);
-	swap_unpost(cpu);
 	now = now_ns();
+	cur_stopping(tctx, cpu, now);
+	swap_unpost(cpu);
 	mem_account(p, tctx, cpu, clock_since(now, tctx->run_start));
 	bw_charge(p, tctx);
 	deadline_charge(p, tctx, cpu, now);

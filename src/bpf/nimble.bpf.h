@@ -63,6 +63,16 @@ const volatile bool wake_preempt = true;
 const volatile u64 preempt_min_ns = 1000ULL * 1000;
 
 /*
+ * Whether the protected part holds even for a running task that used more
+ * than its share of its CPU lately, against a wakee bound to that CPU
+ * (running_ahead() in rules.h). False (the default, EEVDF's eligibility):
+ * a loop beside a pinned 1 ms periodic task lets it in at each wakeup
+ * (0.3 ms average wait, not 3 ms); the cost is a switch per such wakeup.
+ * True (--protect-ahead) is the rule before it, kept to measure against.
+ */
+const volatile bool protect_ahead = false;
+
+/*
  * The furthest ahead of now a task's deadline may be, in ns. A low-weight
  * task among many gets a deadline far ahead (nice 19 among nice-0 tasks:
  * ~100x its request); it is capped here so it is never starved into the
@@ -374,6 +384,8 @@ struct task_ctx {
 	u64 vfin;		/* its finish time: CPU time used, stretched */
 	u64 exec;		/* ns run since it last woke */
 	u64 burst;		/* ns run per wakeup, averaged (1/4 new) */
+	u64 util_at;		/* when util was last moved */
+	u32 util;		/* recent CPU use, of UTIL_ONE (rules.h util_toward()) */
 	/*
 	 * Set by select_cpu when the wakeup is to go through the shared
 	 * wakequeue (enum swq_why); enqueue consumes it.

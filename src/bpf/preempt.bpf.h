@@ -37,7 +37,7 @@
 /* The task running on each CPU, as wakeup_preempts() sees it (deadline 0: none of ours). */
 struct cpu_cur {
 	struct preempt_view v;
-	u64 pad[3];
+	u64 pad[2];
 };
 struct cpu_cur cpu_cur[MAX_CPUS];
 
@@ -50,6 +50,19 @@ static __always_inline struct cpu_cur *cur_of(s32 cpu)
 	return &cpu_cur[cpu & (MAX_CPUS - 1)];
 }
 
+/*
+ * Its recent CPU use (running_ahead() reads it): moved toward 0 for the
+ * time since it last ran or was counted (@ran false), toward all of it for
+ * the time it ran since (@ran true). Written by the task's own CPU only.
+ */
+static __always_inline void util_move(struct task_ctx *tctx, u64 now, bool ran)
+{
+	u64 dt = tctx->util_at ? clock_since(now, tctx->util_at) : UTIL_WINDOW_NS;
+
+	tctx->util = util_toward(tctx->util, ran ? UTIL_ONE : 0, dt);
+	tctx->util_at = now;
+}
+
 /* @p as a wakee whose deadline is @dl. */
 static __always_inline void view_of(struct preempt_view *v, struct task_struct *p,
 				    struct task_ctx *tctx, u64 dl)
@@ -59,6 +72,9 @@ static __always_inline void view_of(struct preempt_view *v, struct task_struct *
 	v->req = task_request(tctx);
 	v->span = request_span(p, tctx);
 	v->class = task_class(p, tctx);
+	v->util = tctx->util;
+	v->weight = tctx_weight(p, tctx);
+	v->one_cpu = p->nr_cpus_allowed == 1;
 }
 
 /*
@@ -72,18 +88,23 @@ static __always_inline void cur_running(struct task_struct *p, struct task_ctx *
 	struct cpu_cur *c = cur_of(cpu);
 	u64 dl = tctx->path == PATH_LLC ? tctx->deadline : now + request_span(p, tctx);
 
+	util_move(tctx, now, false);	/* the time it did not run */
 	c->v.start = now;
 	c->v.req = task_request(tctx);
 	c->v.span = request_span(p, tctx);
 	c->v.class = task_class(p, tctx);
+	c->v.util = tctx->util;
+	c->v.weight = tctx_weight(p, tctx);
 	WRITE_ONCE(c->v.deadline, dl ? dl : 1);
 	llc_bit_put(&llc_sidle[llc_idx(llc_of(cpu))], cpu, c->v.class == TASK_IDLE);
 }
 
-/* @p stops on @cpu: clear the record. */
-static __always_inline void cur_stopping(s32 cpu)
+/* @p stops on @cpu @now: clear the record. */
+static __always_inline void cur_stopping(struct task_ctx *tctx, s32 cpu, u64 now)
 {
 	struct cpu_cur *c = cur_of(cpu);
+
+	util_move(tctx, now, true);
 
 	WRITE_ONCE(c->v.deadline, 0);
 	if (c->v.class == TASK_IDLE)
@@ -96,9 +117,12 @@ static __always_inline void cur_extended(struct task_struct *p, struct task_ctx 
 {
 	struct cpu_cur *c = cur_of(cpu);
 
+	util_move(tctx, now, true);
 	c->v.start = now;
 	c->v.req = task_request(tctx);
 	c->v.span = request_span(p, tctx);
+	c->v.util = tctx->util;
+	c->v.weight = tctx_weight(p, tctx);
 	WRITE_ONCE(c->v.deadline, deadline_if_requeued(p, tctx, cpu, now) | 1);
 }
 
@@ -124,7 +148,9 @@ static __always_inline bool maybe_preempt(struct task_struct *p, struct task_ctx
 	c.span = cc->v.span;
 	c.class = cc->v.class;
 	view_of(&w, p, tctx, dl);
-	if (!wakeup_preempts(&w, &c, now_ns(), preempt_min_ns))
+	c.util = cc->v.util;
+	c.weight = cc->v.weight;
+	if (!wakeup_preempts(&w, &c, now_ns(), preempt_min_ns, !protect_ahead))
 		return false;
 	if (!__sync_bool_compare_and_swap(&cc->v.deadline, c.deadline, 0))
 		return false;
