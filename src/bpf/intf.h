@@ -114,6 +114,7 @@ struct numa_level {
 	X(WAKE_AFFINE, wake_affine, "Sync wakeups sent to an idle CPU of the waker's LLC, another than the wakee's previous one (wake-affine)") \
 	X(LAG_CLAMP, lag_clamp, "Tasks queued over a slice after their last deadline (no credit kept: lag clamp)") \
 	X(PREEMPT, preempt, "Wakeups that preempted the task on their CPU (earlier deadline, past its protected part)") \
+	X(PREEMPT_AHEAD, preempt_ahead, "Of those, of a task ahead of its share of its CPU, inside its protected part (running_ahead())") \
 	X(SIDLE, sidle, "Wakeups put on a CPU that ran only SCHED_IDLE work (which yields at once)") \
 	X(BW_PARK, bw_park, "Tasks queued while their cgroup (or one above) was out of its cpu.max quota: they waited for its next period") \
 	X(BALANCE, balance, "Tasks whose slice ended moved to a less loaded LLC (summed weights)") \

@@ -136,6 +136,7 @@ static __always_inline bool maybe_preempt(struct task_struct *p, struct task_ctx
 {
 	struct preempt_view w, c;
 	struct cpu_cur *cc;
+	u64 now;
 
 	if (!wake_preempt || !valid_cpu(cpu))
 		return false;
@@ -150,12 +151,16 @@ static __always_inline bool maybe_preempt(struct task_struct *p, struct task_ctx
 	view_of(&w, p, tctx, dl);
 	c.util = cc->v.util;
 	c.weight = cc->v.weight;
-	if (!wakeup_preempts(&w, &c, now_ns(), preempt_min_ns, !protect_ahead))
+	now = now_ns();
+	if (!wakeup_preempts(&w, &c, now, preempt_min_ns, !protect_ahead))
 		return false;
 	if (!__sync_bool_compare_and_swap(&cc->v.deadline, c.deadline, 0))
 		return false;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	stat_inc(STAT_PREEMPT);
+	/* Taken inside the protected part: the running task was ahead. */
+	if (!protect_ahead && !wakeup_preempts(&w, &c, now, preempt_min_ns, false))
+		stat_inc(STAT_PREEMPT_AHEAD);
 	return true;
 }
 

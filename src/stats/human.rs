@@ -132,12 +132,13 @@ pub fn human(prev: Option<&Metrics>, m: &Metrics) -> String {
         &mut s,
         "move",
         &format!(
-            "migrate {} (llc {}, node {})  balance {}  preempt {}",
+            "migrate {} (llc {}, node {})  balance {}  preempt {} (ahead {})",
             rate(dd(|g| g.migrate), secs),
             rate(dd(|g| g.migrate_llc), secs),
             rate(dd(|g| g.migrate_node), secs),
             rate(dd(|g| g.balance), secs),
             rate(dd(|g| g.preempt), secs),
+            rate(dd(|g| g.preempt_ahead), secs),
         ),
     );
     row(
