@@ -113,7 +113,7 @@ struct numa_level {
 	X(WAKE_SYNC, wake_sync, "Sync wakeups queued on the waker's CPU (the waker is about to sleep)") \
 	X(WAKE_AFFINE, wake_affine, "Sync wakeups sent to an idle CPU of the waker's LLC, another than the wakee's previous one (wake-affine)") \
 	X(LAG_CLAMP, lag_clamp, "Tasks queued over a slice after their last deadline (no credit kept: lag clamp)") \
-	X(PREEMPT, preempt, "Wakeups that preempted the task on their CPU (earlier deadline, past its protected part)") \
+	X(PREEMPT, preempt, "Wakeups that preempted the task on their CPU (earlier deadline, past its protected part or ahead of its share)") \
 	X(PREEMPT_AHEAD, preempt_ahead, "Of those, of a task ahead of its share of its CPU, inside its protected part (running_ahead())") \
 	X(SIDLE, sidle, "Wakeups put on a CPU that ran only SCHED_IDLE work (which yields at once)") \
 	X(BW_PARK, bw_park, "Tasks queued while their cgroup (or one above) was out of its cpu.max quota: they waited for its next period") \
@@ -201,8 +201,8 @@ struct preempt_view {
 	unsigned long long req;		/* its request: CPU time it asks for */
 	unsigned long long span;	/* the request at its weight (deadline - start) */
 	unsigned int class;		/* enum task_class */
-	unsigned int util;		/* running: its recent CPU use when it started,
-					 * of UTIL_ONE (rules.h) */
+	unsigned int util;		/* running: its recent CPU use when it started
+					 * or renewed its slice, of UTIL_ONE (rules.h) */
 	unsigned int weight;		/* its weight */
 	unsigned int one_cpu;		/* waking: it may run on one CPU only */
 };

@@ -3,11 +3,12 @@
  * Wakeup preemption, and CPUs that run only SCHED_IDLE work.
  *
  * Each CPU keeps a record of the task it runs (its deadline, start,
- * request and class), written by the CPU itself when a task starts and
+ * request, class, weight and recent CPU use), written by the CPU itself when a task starts and
  * cleared when it stops: a cache line per CPU, read by wakeups that found
  * no idle CPU. The decision is wakeup_preempts() in rules.h (EEVDF's
  * wakeup_preempt_fair(): eligible, earlier deadline, past the running
- * task's protected part; SCHED_IDLE always loses to other classes), the
+ * task's protected part or, against a pinned wakee, ahead of its share
+ * of the CPU; SCHED_IDLE always loses to other classes), the
  * same function the host tests call. A wakeup refused while the running
  * task was protected is asked again at each of that CPU's ticks
  * (tick_preempt(), the head of its own queue), as EEVDF does.
@@ -39,6 +40,7 @@ struct cpu_cur {
 	struct preempt_view v;
 	u64 pad[2];
 };
+_Static_assert(sizeof(struct cpu_cur) == 64, "one cache line per CPU's record");
 struct cpu_cur cpu_cur[MAX_CPUS];
 
 /* Per LLC: which of its CPUs run a SCHED_IDLE task now. */
@@ -151,6 +153,7 @@ static __always_inline bool maybe_preempt(struct task_struct *p, struct task_ctx
 	view_of(&w, p, tctx, dl);
 	c.util = cc->v.util;
 	c.weight = cc->v.weight;
+	c.one_cpu = 0;
 	now = now_ns();
 	if (!wakeup_preempts(&w, &c, now, preempt_min_ns, !protect_ahead))
 		return false;

@@ -251,12 +251,15 @@ RULE_FN u32 util_toward(u32 util, u32 target, u64 dt)
  * sharing its CPU with a 1 ms periodic task runs ~99 % of the time and is
  * ahead of its half; with protection restarting at each resumption it
  * refused every wakeup of the periodic task, which waited for the tick
- * (3 ms against EEVDF's 0.26, tests/guest/periodic.sh). A pinned wakee
+ * (3 ms against EEVDF's 0.26, tests/guest/periodic.sh). The share is its
+ * and the wakee's: beside two loops on one CPU a loop's use sits near a
+ * half and passes it only after ~1.5 ms of its run, past the protection,
+ * so the rule helps a periodic task beside one loop, not beside several. A pinned wakee
  * (a per-CPU kthread, a task bound with taskset) has no other CPU to go
  * to; any other competes for its LLC and is left to the protection.
  * Asked for every wakee, hackbench and perf messaging at 1-2 groups took
- * 1.4-1.6x main's time (lab, n2l4, 5 of 5 rounds: their senders, ahead of
- * their half, were preempted at each message); asked also whenever the
+ * 1.4-1.6x main's time (lab, n2l4; hackbench slower in 5 of 5 rounds:
+ * their senders, ahead of their half, were preempted at each message); asked also whenever the
  * running task was CPU-bound (HOG_SLICES without a sleep), it decided 43 %
  * of hackbench's preemptions (3 501 of 8 111; pinned wakees only: 8 of
  * 5 630), so neither is the rule.

@@ -3,8 +3,10 @@
 # cyclictest's one SCHED_OTHER thread (-p 0 --policy=other -i 1000) and a
 # shell loop, both bound to CPU 3, under EEVDF and scx_nimble in the same
 # boot, rounds interleaved. Passes when, in every scx_nimble round:
-#   - cyclictest's average latency is within twice EEVDF's worst round
-#     + 200 us (TCG's noise: EEVDF's own rounds ranged 0.24-0.46 ms);
+#   - cyclictest's average latency is within twice EEVDF's median round
+#     + 200 us (TCG's noise: EEVDF's own rounds ranged 0.23-0.46 ms in
+#     stops 62-63; the median, so one noisy EEVDF round cannot lift the
+#     bound to the 2.6-3.2 ms the old rule gives);
 #   - the loop's CPU time (schedstat) is at least 0.8x its EEVDF rounds'
 #     least (the periodic task takes its wakeups, not the loop's CPU).
 # The running loop used to keep a protected millisecond (--preempt-min-us)
@@ -44,11 +46,12 @@ one() {
 # shellcheck disable=SC2086
 interleaved "$ROUNDS" one "after the periodic task" $PERIODIC_ARGS
 
-v=$(awk '$1 == "eevdf" { if ($2 > ea) ea = $2; if (!el || $4 < el) el = $4 }
+em=$(awk '$1 == "eevdf" { print $2 }' /tmp/per.res | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+v=$(awk -v em="$em" '$1 == "eevdf" { if (!el || $4 < el) el = $4 }
 	$1 == "nimble" { if ($2 > na) na = $2; if (!nl || $4 < nl) nl = $4 }
-	END { bound = 2 * ea + 200
-		printf "%s average %d us (bound %d: EEVDF worst %d), loop %.0f ms vs EEVDF least %.0f ms\n",
-			(na <= bound && nl >= 0.8 * el) ? "ok" : "BAD", na, bound, ea, nl / 1e6, el / 1e6 }' /tmp/per.res)
+	END { bound = 2 * em + 200
+		printf "%s average %d us (bound %d: EEVDF median %d), loop %.0f ms vs EEVDF least %.0f ms\n",
+			(em != "" && na <= bound && nl >= 0.8 * el) ? "ok" : "BAD", na, bound, em, nl / 1e6, el / 1e6 }' /tmp/per.res)
 log "scx_nimble's worst round: $v"
 case $v in
 ok*) pass "a 1 ms-periodic task beside a loop on one CPU waits as under EEVDF: $v" ;;
