@@ -20,6 +20,13 @@ mod ffi {
             ahead_unprotected: bool,
         ) -> bool;
         pub fn util_toward(util: u32, target: u32, dt: u64) -> u32;
+        pub fn wakeup_preempt_why(
+            w: *const preempt_view,
+            c: *const preempt_view,
+            now: u64,
+            protect_min: u64,
+            ahead_unprotected: bool,
+        ) -> u32;
     }
 }
 
@@ -89,6 +96,14 @@ pub fn wakeup_preempts_as(
 ) -> bool {
     // SAFETY: pure C over two plain structs that outlive the call.
     unsafe { ffi::wakeup_preempts(w, c, now, protect_min, ahead_unprotected) }
+}
+
+/// rules.h wakeup_preempt_why(): 0 no, 1 past the protected part (or a
+/// SCHED_IDLE running task), 2 inside it, the running task ahead of its
+/// share (the `preempt_ahead` counter).
+pub fn wakeup_preempt_why(w: &preempt_view, c: &preempt_view, now: u64, protect_min: u64) -> u32 {
+    // SAFETY: pure C over two plain structs that outlive the call.
+    unsafe { ffi::wakeup_preempt_why(w, c, now, protect_min, true) }
 }
 
 /// rules.h util_toward(): a recent-CPU-use average (of UTIL_ONE) after
@@ -372,6 +387,12 @@ mod tests {
         // Nor does an ineligible wakee.
         let early = pinned(nice0(T + 2 * MS, T + MS, MS, Normal));
         assert!(!wakeup_preempts(&early, &hog, T, MS));
+        // Counted as taken inside the protection (preempt_ahead); past
+        // it, as an ordinary preemption.
+        assert_eq!(wakeup_preempt_why(&w, &hog, T, MS), 2);
+        let past = loop_at(UTIL_ONE / 100 * 99, 1024, 2 * MS);
+        assert_eq!(wakeup_preempt_why(&w, &past, T, MS), 1);
+        assert_eq!(wakeup_preempt_why(&late, &hog, T, MS), 0);
         // A wakee that may run on other CPUs competes for its LLC: the
         // loop keeps its protection (hackbench's senders, ahead of their
         // half, would be preempted at each message).

@@ -138,7 +138,7 @@ static __always_inline bool maybe_preempt(struct task_struct *p, struct task_ctx
 {
 	struct preempt_view w, c;
 	struct cpu_cur *cc;
-	u64 now;
+	u32 why;
 
 	if (!wake_preempt || !valid_cpu(cpu))
 		return false;
@@ -154,15 +154,14 @@ static __always_inline bool maybe_preempt(struct task_struct *p, struct task_ctx
 	c.util = cc->v.util;
 	c.weight = cc->v.weight;
 	c.one_cpu = 0;
-	now = now_ns();
-	if (!wakeup_preempts(&w, &c, now, preempt_min_ns, !protect_ahead))
+	why = wakeup_preempt_why(&w, &c, now_ns(), preempt_min_ns, !protect_ahead);
+	if (why == PREEMPT_NO)
 		return false;
 	if (!__sync_bool_compare_and_swap(&cc->v.deadline, c.deadline, 0))
 		return false;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	stat_inc(STAT_PREEMPT);
-	/* Taken inside the protected part: the running task was ahead. */
-	if (!protect_ahead && !wakeup_preempts(&w, &c, now, preempt_min_ns, false))
+	if (why == PREEMPT_AHEAD)
 		stat_inc(STAT_PREEMPT_AHEAD);
 	return true;
 }

@@ -278,7 +278,7 @@ RULE_FN bool running_ahead(const struct preempt_view *w, const struct preempt_vi
 /*
  * Wakeup preemption, in the form EEVDF uses (wakeup_preempt_fair() in
  * kernel/sched/fair.c): does the woken @w take the CPU from the running
- * @c at @now?
+ * @c at @now, and why (PREEMPT_*)?
  *   - a task of any other class takes a CPU from a SCHED_IDLE task at once
  *     (the kernel: a CPU running only SCHED_IDLE tasks is idle for wakeups);
  *   - SCHED_BATCH and SCHED_IDLE wakees never preempt (normal_policy());
@@ -302,17 +302,22 @@ RULE_FN bool running_ahead(const struct preempt_view *w, const struct preempt_vi
  *     whatever the weights (EEVDF's vprot is the request in the running
  *     task's own virtual time, the same thing).
  */
-RULE_FN bool wakeup_preempts(const struct preempt_view *w, const struct preempt_view *c,
-			     u64 now, u64 protect_min, bool ahead_unprotected)
+/* wakeup_preempt_why()'s answers. */
+#define PREEMPT_NO	0
+#define PREEMPT_YES	1	/* past the protected part (or a SCHED_IDLE task) */
+#define PREEMPT_AHEAD	2	/* inside it, the running task ahead of its share */
+
+RULE_FN u32 wakeup_preempt_why(const struct preempt_view *w, const struct preempt_view *c,
+			       u64 now, u64 protect_min, bool ahead_unprotected)
 {
 	u64 ran, protect, cdl;
 
 	if (c->class == TASK_IDLE)
-		return w->class != TASK_IDLE;
+		return w->class != TASK_IDLE ? PREEMPT_YES : PREEMPT_NO;
 	if (w->class != TASK_NORMAL)
-		return false;
+		return PREEMPT_NO;
 	if ((s64)(w->start - now) > 0)
-		return false;
+		return PREEMPT_NO;
 	ran = clock_since(now, c->start);
 	cdl = c->deadline;
 	if (ran >= c->req) {
@@ -326,13 +331,22 @@ RULE_FN bool wakeup_preempts(const struct preempt_view *w, const struct preempt_
 			cdl = now + span;
 	}
 	if ((s64)(w->deadline - cdl) >= 0)
-		return false;
-	if (ahead_unprotected && running_ahead(w, c, ran))
-		return true;
+		return PREEMPT_NO;
 	protect = w->req < c->req ? w->req : c->req;
 	if (protect < protect_min)
 		protect = protect_min;
-	return ran >= protect;
+	if (ran >= protect)
+		return PREEMPT_YES;
+	if (ahead_unprotected && running_ahead(w, c, ran))
+		return PREEMPT_AHEAD;
+	return PREEMPT_NO;
+}
+
+/* Whether wakeup_preempt_why() says yes, either way. */
+RULE_FN bool wakeup_preempts(const struct preempt_view *w, const struct preempt_view *c,
+			     u64 now, u64 protect_min, bool ahead_unprotected)
+{
+	return wakeup_preempt_why(w, c, now, protect_min, ahead_unprotected) != PREEMPT_NO;
 }
 
 /*
