@@ -113,8 +113,8 @@ pub fn util_toward(util: u32, target: u32, dt: u64) -> u32 {
     unsafe { ffi::util_toward(util, target, dt) }
 }
 
-/// rules.h UTIL_ONE: all of a CPU.
-pub const UTIL_ONE: u32 = 1 << 20;
+/// intf.h UTIL_ONE: a task's recent CPU use when it used all of it.
+pub const UTIL_ONE: u32 = bpf_intf::nimble_limits_UTIL_ONE;
 
 #[cfg(test)]
 mod tests {

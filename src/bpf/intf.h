@@ -17,6 +17,8 @@ enum nimble_limits {
 	MAX_SWQ_SHARDS	= 16,
 	/* Buckets of a queue-wait histogram (see wait_hist_bucket). */
 	WAIT_HIST_BUCKETS = 128,
+	/* A task's recent CPU use when it used all of it (rules.h util_toward()). */
+	UTIL_ONE	= 1 << 20,
 	/*
 	 * Non-root cgroups with a slot of their own (cgroup.bpf.h): 16x a dense
 	 * container host's count (a hundred pods, their containers, systemd's

@@ -3,8 +3,8 @@
  * Wakeup preemption, and CPUs that run only SCHED_IDLE work.
  *
  * Each CPU keeps a record of the task it runs (its deadline, start,
- * request, class, weight and recent CPU use), written by the CPU itself when a task starts and
- * cleared when it stops: a cache line per CPU, read by wakeups that found
+ * request, class, weight and recent CPU use), written by the CPU itself
+ * when a task starts and cleared when it stops: a cache line per CPU, read by wakeups that found
  * no idle CPU. The decision is wakeup_preempts() in rules.h (EEVDF's
  * wakeup_preempt_fair(): eligible, earlier deadline, past the running
  * task's protected part or, against a pinned wakee, ahead of its share
@@ -74,7 +74,7 @@ static __always_inline void view_of(struct preempt_view *v, struct task_struct *
 	v->req = task_request(tctx);
 	v->span = request_span(p, tctx);
 	v->class = task_class(p, tctx);
-	v->util = tctx->util;
+	v->util = 0;	/* a running task's only */
 	v->weight = tctx_weight(p, tctx);
 	v->one_cpu = p->nr_cpus_allowed == 1;
 }

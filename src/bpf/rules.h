@@ -91,7 +91,8 @@ RULE_FN bool numa_fork_moves(u32 rule, s32 imb, s32 span, const struct node_grou
  * threads that share memory are mostly started by a parent that then waits
  * for them (fork-join, a pool's main thread), so a node of N CPUs keeps N
  * threads, not N - 1 and one sent over (hence run <= cpus, not <), away
- * from the memory the process touched (numa01 at 8 threads on n2l4: 72 -> 96 % local in the lab). A
+ * from the memory the process touched (numa01 at 8 threads on n2l4:
+ * 72 -> 96 % local in the lab). A
  * parent that keeps running leaves one task too many until the balance
  * evens the node. Then the imbalance rule decides as for any fork.
  */
@@ -228,9 +229,9 @@ RULE_FN bool wake_wide(u32 waker_flips, u32 wakee_flips, u32 llc_cpus)
  * A task's recent CPU use, of UTIL_ONE: an average that moves toward
  * UTIL_ONE while the task runs and toward 0 while it does not, over
  * UTIL_WINDOW_NS (the kernel's PELT, 32 ms half-life, as a linear step).
- * Fine-grained so that a step of a few us is not lost to rounding.
+ * Fine-grained (UTIL_ONE, intf.h) so that a step of a few us is not lost
+ * to rounding.
  */
-#define UTIL_ONE	(1U << 20)
 #define UTIL_WINDOW_NS	(32ULL * 1000 * 1000)
 
 /* @util after @dt ns spent running (@target UTIL_ONE) or not (0). */
@@ -254,15 +255,16 @@ RULE_FN u32 util_toward(u32 util, u32 target, u64 dt)
  * (3 ms against EEVDF's 0.26, tests/guest/periodic.sh). The share is its
  * and the wakee's: beside two loops on one CPU a loop's use sits near a
  * half and passes it only after ~1.5 ms of its run, past the protection,
- * so the rule helps a periodic task beside one loop, not beside several. A pinned wakee
- * (a per-CPU kthread, a task bound with taskset) has no other CPU to go
- * to; any other competes for its LLC and is left to the protection.
- * Asked for every wakee, hackbench and perf messaging at 1-2 groups took
- * 1.4-1.6x main's time (lab, n2l4; hackbench slower in 5 of 5 rounds:
- * their senders, ahead of their half, were preempted at each message); asked also whenever the
- * running task was CPU-bound (HOG_SLICES without a sleep), it decided 43 %
- * of hackbench's preemptions (3 501 of 8 111; pinned wakees only: 8 of
- * 5 630), so neither is the rule.
+ * so the rule helps a periodic task beside one loop, not beside several.
+ * A pinned wakee (a per-CPU kthread, a task bound with taskset) has no
+ * other CPU to go to; any other competes for its LLC and is left to the
+ * protection. Asked for every wakee, hackbench and perf messaging at 1-2
+ * groups took 1.4-1.6x main's time (lab, n2l4; hackbench slower in 5 of
+ * 5 rounds: their senders, ahead of their half, were preempted at each
+ * message); asked also whenever the running task was CPU-bound
+ * (HOG_SLICES without a sleep), it decided 43 % of hackbench's
+ * preemptions (3 501 of 8 111; pinned wakees only: 8 of 5 630), so
+ * neither is the rule.
  */
 RULE_FN bool running_ahead(const struct preempt_view *w, const struct preempt_view *c, u64 ran)
 {
@@ -274,6 +276,11 @@ RULE_FN bool running_ahead(const struct preempt_view *w, const struct preempt_vi
 	share = (u64)UTIL_ONE * c->weight / both;
 	return use > share;
 }
+
+/* wakeup_preempt_why()'s answers. */
+#define PREEMPT_NO	0
+#define PREEMPT_YES	1	/* past the protected part (or a SCHED_IDLE task) */
+#define PREEMPT_AHEAD	2	/* inside it, the running task ahead of its share */
 
 /*
  * Wakeup preemption, in the form EEVDF uses (wakeup_preempt_fair() in
@@ -293,8 +300,8 @@ RULE_FN bool running_ahead(const struct preempt_view *w, const struct preempt_vi
  *   - the running task keeps a protected part of its slice (RUN_TO_PARITY):
  *     the shorter of its request and the wakee's, but never less than
  *     @protect_min, and (@ahead_unprotected) only while it is not ahead
- *     of its share (running_ahead()). A wakee asking for much less than the running task
- *     gets the CPU soon (PREEMPT_SHORT); two tasks asking alike take turns
+ *     of its share (running_ahead()). A wakee asking for much less than
+ *     the running task gets the CPU soon (PREEMPT_SHORT); two tasks asking alike take turns
  *     no faster than their requests. Capped by the running task's own
  *     request instead, a task that runs in 0.1 ms bursts was protected for
  *     0.1 ms: hackbench and perf messaging's tasks preempted each other on
@@ -302,11 +309,6 @@ RULE_FN bool running_ahead(const struct preempt_view *w, const struct preempt_vi
  *     whatever the weights (EEVDF's vprot is the request in the running
  *     task's own virtual time, the same thing).
  */
-/* wakeup_preempt_why()'s answers. */
-#define PREEMPT_NO	0
-#define PREEMPT_YES	1	/* past the protected part (or a SCHED_IDLE task) */
-#define PREEMPT_AHEAD	2	/* inside it, the running task ahead of its share */
-
 RULE_FN u32 wakeup_preempt_why(const struct preempt_view *w, const struct preempt_view *c,
 			       u64 now, u64 protect_min, bool ahead_unprotected)
 {
